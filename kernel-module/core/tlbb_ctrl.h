@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * The balance controller: one pure C core, no kernel headers.
+ *
+ * Compiled into tlbbalance.ko, into the userspace library used by the unit
+ * tests (kernel-module/core/tests) and into the simulator (tlbsim/). Integer
+ * arithmetic only (the kernel has no FPU in this context). Every constant is a
+ * field of struct tlbb_params, whose list lives in tlbb_params.def.
+ *
+ * The caller owns time and memory management: once per tick it passes what
+ * it measured (struct tlbb_input) and applies the limit the core returns.
+ */
+#ifndef TLBB_CTRL_H
+#define TLBB_CTRL_H
+
+#include "tlbb_types.h"
+
+#define TLBB_MAX_SAMPLES 64
+
+struct tlbb_params {
+#define TLBB_PARAM(name, def, min, max, unit, help) u64 name;
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+};
+
+/* Index of each parameter, in .def order. */
+enum tlbb_param_id {
+#define TLBB_PARAM(name, def, min, max, unit, help) TLBB_P_##name,
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+	TLBB_P_COUNT
+};
+
+struct tlbb_param_desc {
+	const char *name;
+	u64 def, min, max;
+	const char *unit, *help;
+};
+
+extern const struct tlbb_param_desc tlbb_param_descs[TLBB_P_COUNT];
+
+/* Fill @p with the defaults from tlbb_params.def. */
+void tlbb_params_default(struct tlbb_params *p);
+/* Check every field against its range: 0, or -(1 + id) of the first bad one. */
+int tlbb_params_check(const struct tlbb_params *p);
+/* Get/set a field by id (for the configfs and tool layers). */
+u64 tlbb_param_get(const struct tlbb_params *p, enum tlbb_param_id id);
+/* 0 or -ERANGE-like -1 when out of range (then @p is unchanged). */
+int tlbb_param_set(struct tlbb_params *p, enum tlbb_param_id id, u64 val);
+
+enum tlbb_state {
+	TLBB_ST_IDLE,		/* load below threshold, C_L decaying */
+	TLBB_ST_SUSTAIN,	/* load above threshold, C_L rising */
+	TLBB_ST_COUNTING,	/* C_L reached: sampling y per tick */
+	TLBB_ST_LOWERING,	/* huge group dominates: N_hl stepping down */
+	TLBB_ST_RAISING,	/* small group dominates, N_hc == N_hl: N_hl up */
+	TLBB_ST_FORMING,	/* small dominates, N_hc < N_hl: wait, reset */
+	TLBB_ST_MONITOR,	/* monitor-only: y computed, limit untouched */
+	TLBB_ST_COUNT
+};
+
+enum tlbb_group { TLBB_G_NONE, TLBB_G_HUGE, TLBB_G_SMALL };
+
+/* What the caller measured over the last tick. */
+struct tlbb_input {
+	u64 refills_huge;	/* N_hr over the tick */
+	u64 refills_small;	/* N_r - N_hr over the tick */
+	u64 huge_in_use;	/* N_hc now */
+	u32 nr_vcpus;		/* vCPUs whose refills were counted (>= 1) */
+};
+
+struct tlbb_ctrl {
+	struct tlbb_params p;
+	bool monitor_only;
+	u64 total_pages;	/* VM memory in huge pages: the highest limit */
+	u64 limit;		/* N_hl */
+	enum tlbb_state state;
+	u64 load_count;		/* C_L, ticks */
+	u64 load_pm_milli;	/* last load estimate, permille x1000 */
+	u32 nsamples;
+	u64 y_samples[TLBB_MAX_SAMPLES];	/* y x1000 */
+	u64 y_milli;		/* last averaged y x1000 */
+	enum tlbb_group dominant;
+	u64 ticks, lowered, raised;
+};
+
+enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };
+
+/*
+ * Start a controller for a VM of @total_pages huge pages. The limit starts at
+ * @total_pages (everything may be huge). @p must have passed tlbb_params_check.
+ */
+void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
+		    u64 total_pages, bool monitor_only);
+/* Replace the parameters of a running controller; resets sampling state. */
+void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p);
+/* One tick. Updates c->limit and returns what changed. */
+enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c, const struct tlbb_input *in);
+
+const char *tlbb_state_name(enum tlbb_state s);
+const char *tlbb_group_name(enum tlbb_group g);
+
+#endif /* TLBB_CTRL_H */

@@ -1,0 +1,1 @@
+"""nova-tlbbalance: huge pages that pay off for KVM guests."""

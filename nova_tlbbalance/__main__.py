@@ -1,0 +1,5 @@
+import sys
+
+from nova_tlbbalance.cli import main
+
+sys.exit(main())
