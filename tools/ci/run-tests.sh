@@ -1,0 +1,89 @@
+#!/bin/bash
+# `make test`: install what the tests need on a Debian bookworm machine, run
+# every tox environment, and end with one "N passed, N failed" line that adds
+# up the test counts every suite printed.
+#
+# Environment:
+#   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order)
+#   TLBB_LOGDIR where each env's full log goes (default: ./out/test-logs)
+set -u
+cd "$(dirname "$0")/../.."
+top=$PWD
+
+envs=${TLBB_ENVS:-"pep8 py3 sim functional integration kmod e2e"}
+logdir=${TLBB_LOGDIR:-$top/out/test-logs}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
+mkdir -p "$logdir" "$cache"
+
+# Per-env wall-clock limit (seconds): together well inside CI's 90 minutes.
+declare -A limit=([pep8]=600 [py3]=900 [sim]=900 [functional]=1500
+		  [integration]=1200 [kmod]=1500 [e2e]=1500)
+
+t0=$(date +%s)
+echo "== system packages"
+tools/ci/install-system-deps.sh || { echo "system packages: install failed"; exit 1; }
+
+echo "== tox"
+toxvenv=$cache/tox-venv
+if [ ! -x "$toxvenv/bin/tox" ]; then
+	python3 -m venv "$toxvenv" &&
+	"$toxvenv/bin/pip" install -q -c constraints.txt tox ||
+	{ echo "tox: install failed"; exit 1; }
+fi
+"$toxvenv/bin/tox" --version
+
+total_pass=0
+total_fail=0
+declare -a summary
+
+# Add up the summaries one env printed: pytest's closing line and plain
+# "N passed, N failed" lines (lines starting with "total" are sums of
+# others and are not counted again).
+count_log() {
+	python3 - "$1" <<'EOF'
+import re
+import sys
+
+passed = failed = 0
+for line in open(sys.argv[1], errors='replace'):
+    line = line.strip()
+    pytest = re.match(r'^=+ (.*) in [\d.]+s( \(.*\))? =+$', line)
+    plain = re.match(r'^(?:([\w.-]+): )?(\d+) passed, (\d+) failed', line)
+    if pytest:
+        for n, word in re.findall(r'(\d+) (passed|failed|error|errors)',
+                                  pytest.group(1)):
+            if word == 'passed':
+                passed += int(n)
+            else:
+                failed += int(n)
+    elif plain and (plain.group(1) or '').lower() != 'total':
+        passed += int(plain.group(2))
+        failed += int(plain.group(3))
+print(passed, failed)
+EOF
+}
+
+for env in $envs; do
+	log=$logdir/$env.log
+	echo "== tox -e $env (limit ${limit[$env]:-1200} s, log $log)"
+	s=$(date +%s)
+	timeout --kill-after=30 "${limit[$env]:-1200}" \
+		"$toxvenv/bin/tox" -e "$env" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	secs=$(( $(date +%s) - s ))
+	read -r p f < <(count_log "$log")
+	# A suite that failed without reporting a failed test still failed.
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	summary+=("$(printf '%-12s rc=%-3s %4s passed %3s failed %5ss' \
+		"$env" "$rc" "$p" "$f" "$secs")")
+done
+
+echo
+echo "== summary ($(( $(date +%s) - t0 )) s in all)"
+printf '%s\n' "${summary[@]}"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
