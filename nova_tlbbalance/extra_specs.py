@@ -1,0 +1,139 @@
+"""The one table of ``tlbbalance:*`` flavor extra specs.
+
+Everything about the extra specs is derived from :data:`SPECS`: nova-api's
+validators (:mod:`nova_tlbbalance.validators`), the policy parser
+(:mod:`nova_tlbbalance.policy`) and the reference page
+(``docs/extra-specs.md``, written by ``tools/gen_extra_specs_doc.py``).
+
+The four policy keys are defined here; the controller tunables come one per
+line from ``kernel-module/core/tlbb_params.def`` through
+:mod:`nova_tlbbalance.module_defs` (their limits and defaults are never
+restated here).
+"""
+
+import dataclasses
+
+from nova_tlbbalance import module_defs
+
+PREFIX = 'tlbbalance'
+
+MODES = ('off', 'monitor', 'balance')
+BACKINGS = ('thp', 'hugetlbfs', 'none')
+TLBI_SCOPES = ('none', 'die', 'cluster')
+BOOLEANS = ('true', 'false')
+
+# Spellings accepted for the boolean key (nova's own hw:* booleans accept
+# the same set); the canonical form is 'true' / 'false'.
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One ``tlbbalance:<name>`` extra spec."""
+
+    name: str
+    kind: str            # 'enum', 'bool' or 'int'
+    default: object      # str for enum/bool, int for int
+    description: str
+    choices: tuple = ()  # enum and bool
+    min: int = None      # int only
+    max: int = None      # int only
+    unit: str = ''       # int only
+    param: bool = False  # True: a controller tunable from tlbb_params.def
+
+    @property
+    def key(self):
+        return '%s:%s' % (PREFIX, self.name)
+
+    def allowed(self):
+        """The allowed values, as words for an error message or a doc."""
+        if self.kind == 'int':
+            return 'an integer %d..%d%s' % (
+                self.min, self.max, ' (%s)' % self.unit if self.unit else '')
+        return ' | '.join(self.choices)
+
+    def parse(self, value):
+        """Return the canonical value of ``value``.
+
+        Raises ValueError naming the key and the allowed values.
+        """
+        text = str(value).strip()
+        if self.kind == 'enum':
+            if text in self.choices:
+                return text
+        elif self.kind == 'bool':
+            low = text.lower()
+            if low in _TRUE:
+                return 'true'
+            if low in _FALSE:
+                return 'false'
+        else:
+            try:
+                ivalue = int(text, 10)
+            except ValueError:
+                ivalue = None
+            if ivalue is not None and self.min <= ivalue <= self.max:
+                return ivalue
+        raise ValueError('%s: invalid value %r; allowed: %s'
+                         % (self.key, value, self.allowed()))
+
+
+def _policy_specs():
+    return (
+        Spec('mode', 'enum', 'off',
+             'What the kernel module does for this VM: off (registered, '
+             'nothing counted), monitor (count TLB refills, never act), '
+             'balance (count and split huge pages when the huge-page TLB '
+             'group is the bottleneck).',
+             choices=MODES),
+        Spec('backing', 'enum', 'thp',
+             'How guest RAM is backed on the host: thp (anonymous memory, '
+             'transparent huge pages, allocated at start), hugetlbfs '
+             '(nova\'s hw:mem_page_size must be set too), none (leave '
+             'nova\'s memory backing alone).',
+             choices=BACKINGS),
+        Spec('tlbi_scope', 'enum', 'none',
+             'Required TLB-invalidate broadcast scope: die or cluster '
+             'means all vCPUs must be pinned inside one die (or cluster); '
+             'needs hw:cpu_policy=dedicated. nova does the pinning.',
+             choices=TLBI_SCOPES),
+        Spec('strict', 'bool', 'false',
+             'true: a failure of the extension (module absent, not enough '
+             'huge pages, misaligned RAM) fails the VM\'s start; false: it '
+             'is logged and the VM runs.',
+             choices=BOOLEANS),
+    )
+
+
+def _param_specs():
+    return tuple(
+        Spec(p.name, 'int', p.default,
+             'Controller tunable (overrides the module\'s default): '
+             + p.help + '.',
+             min=p.min, max=p.max, unit=p.unit, param=True)
+        for p in module_defs.params())
+
+
+SPECS = _policy_specs() + _param_specs()
+BY_KEY = {s.key: s for s in SPECS}
+POLICY_KEYS = tuple(s.key for s in SPECS if not s.param)
+PARAM_NAMES = tuple(s.name for s in SPECS if s.param)
+
+
+def spec(key):
+    """The :class:`Spec` for ``key`` (``tlbbalance:...``).
+
+    Raises ValueError naming the key and listing the known ones.
+    """
+    try:
+        return BY_KEY[key]
+    except KeyError:
+        raise ValueError('unknown extra spec %r; known: %s'
+                         % (key, ', '.join(BY_KEY))) from None
+
+
+def ours(extra_specs):
+    """The ``tlbbalance:*`` items of a flavor's extra specs, as a dict."""
+    return {k: v for k, v in (extra_specs or {}).items()
+            if k.startswith(PREFIX + ':')}
