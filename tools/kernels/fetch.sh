@@ -1,0 +1,130 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# fetch.sh <6.1|6.12>: download one of Debian bookworm's x86_64 kernel lines
+# (image with modules, headers, kbuild) with `apt-get download`, unpack it
+# under ~/.cache/nova-tlbbalance/kernels/<abi>/ without installing anything,
+# make its headers usable from there and extract the ELF vmlinux for PVH
+# boot.  Prints the cache directory (the only line on stdout).
+#
+# The newest package of the line is resolved through apt's meta packages
+# (linux-image-amd64 for 6.1, linux-image-6.12-amd64 for 6.12); what was
+# used is recorded in <dir>/packages.txt.  Fast and offline when cached.
+#
+# Cache layout (stable, other scripts rely on it):
+#   <dir>/abi            the kernel ABI name, e.g. 6.1.0-56-amd64
+#   <dir>/headers        -> headers dir: make -C <dir>/headers M=... modules
+#   <dir>/modules        -> lib/modules/<abi> of the image
+#   <dir>/vmlinux        ELF kernel for QEMU PVH boot (qemu -kernel vmlinux)
+#   <dir>/vmlinuz        the bzImage as shipped
+#   <dir>/config         the kernel's .config
+#   <dir>/packages.txt   package=version lines of what was downloaded
+#   <dir>/root/          everything unpacked
+#   <base>/debs/         the .deb files (kept to skip re-downloads)
+#
+# Environment: TLBB_CACHE (default ~/.cache/nova-tlbbalance),
+#              TLBB_KERNEL_REFRESH=1 to re-resolve even when a line is cached.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+line=${1:-}
+cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
+base=$cache/kernels
+
+die() { echo "fetch.sh: $*" >&2; exit 1; }
+log() { echo "fetch.sh: $*" >&2; }
+
+case "$line" in
+6.1) meta=linux-image-amd64 ;;
+6.12) meta=linux-image-6.12-amd64 ;;
+*) die "usage: $0 <6.1|6.12> (got '${line}')" ;;
+esac
+
+mkdir -p "$base"
+# Fast path: a completed fetch of this line leaves a <line>.current link.
+if [ -z "${TLBB_KERNEL_REFRESH:-}" ] && [ -f "$base/$line.current/.complete" ]; then
+	(cd "$base/$line.current" && pwd -P)
+	exit 0
+fi
+
+command -v apt-cache >/dev/null || die "apt-cache not found (Debian only)"
+# The image package the meta package points at (the newest of the line).
+image=$(apt-cache depends "$meta" 2>/dev/null |
+	sed -n 's/^ *|\{0,1\}Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' |
+	grep -v -- '-unsigned$' | sort -V | tail -n 1)
+[ -n "$image" ] || die "cannot resolve $meta with apt-cache (run apt-get update?)"
+abi=${image#linux-image-}
+case "$abi" in
+"$line".*) ;;
+*) die "$meta resolved to $image, not a $line kernel" ;;
+esac
+
+dir=$base/$abi
+if [ -f "$dir/.complete" ]; then
+	ln -sfn "$abi" "$base/$line.current"
+	echo "$dir"
+	exit 0
+fi
+
+# Headers: the arch package depends on the -common one and on linux-kbuild.
+hdr=linux-headers-$abi
+deps=$(apt-cache depends "$hdr" 2>/dev/null |
+	sed -n 's/^ *|\{0,1\}Depends: \(linux-\(headers\|kbuild\)-[^ ]*\)$/\1/p' |
+	sort -u)
+common=$(echo "$deps" | grep '^linux-headers-.*-common$' || true)
+kbuild=$(echo "$deps" | grep '^linux-kbuild-' || true)
+[ -n "$common" ] && [ -n "$kbuild" ] ||
+	die "cannot resolve the headers' dependencies of $hdr: '$deps'"
+pkgs="$image $hdr $common $kbuild"
+
+log "kernel $line: $pkgs"
+tmp=$dir.tmp.$$
+rm -rf "$tmp"
+mkdir -p "$tmp/root" "$base/debs"
+trap 'rm -rf "$tmp"' EXIT
+debs=
+for p in $pkgs; do
+	v=$(apt-cache policy "$p" | sed -n 's/^ *Candidate: //p')
+	[ -n "$v" ] && [ "$v" != "(none)" ] || die "no candidate version of $p"
+	# Debian's file name: epochs are dropped, ':' would be %3a.
+	deb=$(ls "$base/debs/${p}_${v#*:}_"*.deb 2>/dev/null | head -n 1 || true)
+	if [ -z "$deb" ]; then
+		# As root apt-get warns about the _apt sandbox: harmless.
+		(cd "$base/debs" && apt-get download -q "$p=$v" >&2) ||
+			die "apt-get download $p=$v failed"
+		deb=$(ls "$base/debs/${p}_${v#*:}_"*.deb | head -n 1)
+	fi
+	debs="$debs $deb"
+done
+: >"$tmp/packages.txt"
+for deb in $debs; do
+	dpkg-deb -x "$deb" "$tmp/root"
+	echo "$(dpkg-deb -f "$deb" Package)=$(dpkg-deb -f "$deb" Version)" \
+		>>"$tmp/packages.txt"
+done
+
+# The arch headers include the common ones by absolute path
+# (include /usr/src/linux-headers-...-common/Makefile); point it here.
+# Symlinks inside the packages are relative and keep working.
+hdir=$tmp/root/usr/src/linux-headers-$abi
+[ -f "$hdir/Makefile" ] || die "no $hdir/Makefile in $hdr"
+final_root=$dir/root
+sed -i "s#\\(include\\|:=\\|=\\) */usr/src/#\\1 $final_root/usr/src/#" \
+	"$hdir/Makefile"
+grep -q "$final_root/usr/src/" "$hdir/Makefile" ||
+	die "did not find the /usr/src include to rewrite in $hdir/Makefile"
+
+cp "$tmp/root/boot/vmlinuz-$abi" "$tmp/vmlinuz"
+cp "$tmp/root/boot/config-$abi" "$tmp/config"
+python3 "$here/extract-vmlinux.py" "$tmp/vmlinuz" "$tmp/vmlinux" >&2
+
+echo "$abi" >"$tmp/abi"
+ln -s "root/usr/src/linux-headers-$abi" "$tmp/headers"
+ln -s "root/lib/modules/$abi" "$tmp/modules"
+date -u +%FT%TZ >"$tmp/.complete"
+rm -rf "$dir"
+mv "$tmp" "$dir"
+trap - EXIT
+ln -sfn "$abi" "$base/$line.current"
+log "kernel $line cached in $dir"
+echo "$dir"
