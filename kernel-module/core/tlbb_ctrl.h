@@ -17,6 +17,15 @@
 
 #define TLBB_MAX_SAMPLES 64
 
+/*
+ * Fixed-point caps (x1000 values). The load estimate is a share of the
+ * vCPUs' time, so it never exceeds 1000 permille; y saturates at one
+ * billion (also its value when one group has refills and the other none).
+ */
+#define TLBB_LOAD_MAX_MILLI	1000000ULL
+#define TLBB_Y_MAX_MILLI	1000000000000ULL
+#define TLBB_Y_BALANCED_MILLI	1000ULL	/* y when both groups are idle */
+
 struct tlbb_params {
 #define TLBB_PARAM(name, def, min, max, unit, help) u64 name;
 #include "tlbb_params.def"
@@ -82,6 +91,11 @@ struct tlbb_ctrl {
 	u64 y_milli;		/* last averaged y x1000 */
 	enum tlbb_group dominant;
 	u64 ticks, lowered, raised;
+	/* Added after the first API: the sampling window and the run. */
+	enum tlbb_group win_group;	/* group of the window's 1st sample */
+	bool win_mixed;			/* window saw other groups too */
+	enum tlbb_group run_dir;	/* group acted on in this run */
+	u64 decisions;			/* full windows evaluated */
 };
 
 enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };
@@ -96,6 +110,14 @@ void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p);
 /* One tick. Updates c->limit and returns what changed. */
 enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c, const struct tlbb_input *in);
+
+/* Ticks of sustained load before counting starts: ceil(sustain/interval). */
+u64 tlbb_trigger_ticks(const struct tlbb_params *p);
+/* One tick's load estimate, permille x1000 (at most TLBB_LOAD_MAX_MILLI). */
+u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in);
+/* One tick's imbalance y x1000 and the dominant group (NONE on a tie). */
+u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
+			 u64 refills_small, enum tlbb_group *dominant);
 
 const char *tlbb_state_name(enum tlbb_state s);
 const char *tlbb_group_name(enum tlbb_group g);

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * The balance controller: the paper's method, restated in
+ * docs/controller.md, in integer arithmetic only.
+ *
+ * No libc, no floating point, no kernel headers. The only divisions are of
+ * u64 by u64, which compile to one instruction on the 64-bit targets this
+ * core is meant for (x86_64, arm64, loongarch64); a 32-bit kernel would need
+ * div64_u64() in the three helpers below.
+ */
+#include "tlbb_ctrl.h"
+
+#define TLBB_U64_MAX	(~(u64)0)
+
+/* Refill counts above this per tick are scaled down (ratio preserved). */
+#define TLBB_REFILLS_MAX	(1ULL << 40)
+
+const struct tlbb_param_desc tlbb_param_descs[TLBB_P_COUNT] = {
+#define TLBB_PARAM(name, def, min, max, unit, help) \
+	[TLBB_P_##name] = { #name, (u64)(def), (u64)(min), (u64)(max), \
+			    unit, help },
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+};
+
+void tlbb_params_default(struct tlbb_params *p)
+{
+#define TLBB_PARAM(name, def, min, max, unit, help) p->name = (u64)(def);
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+}
+
+/* A function, not an expression, so that "x < 0" draws no warning. */
+static u64 tlbb_clamp(u64 v, u64 min, u64 max)
+{
+	return v < min ? min : v > max ? max : v;
+}
+
+int tlbb_params_check(const struct tlbb_params *p)
+{
+#define TLBB_PARAM(name, def, min, max, unit, help)		\
+	if (tlbb_clamp(p->name, min, max) != p->name)		\
+		return -(1 + TLBB_P_##name);
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+	return 0;
+}
+
+u64 tlbb_param_get(const struct tlbb_params *p, enum tlbb_param_id id)
+{
+	switch (id) {
+#define TLBB_PARAM(name, def, min, max, unit, help) \
+	case TLBB_P_##name: return p->name;
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+	default:
+		return 0;
+	}
+}
+
+int tlbb_param_set(struct tlbb_params *p, enum tlbb_param_id id, u64 val)
+{
+	const struct tlbb_param_desc *d;
+
+	if ((unsigned int)id >= TLBB_P_COUNT)
+		return -1;
+	d = &tlbb_param_descs[id];
+	if (val < d->min || val > d->max)
+		return -1;
+	switch (id) {
+#define TLBB_PARAM(name, def, min, max, unit, help) \
+	case TLBB_P_##name: p->name = val; break;
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Copy @src into @dst with every field clamped into its range. */
+static void tlbb_params_clamp(struct tlbb_params *dst,
+			      const struct tlbb_params *src)
+{
+#define TLBB_PARAM(name, def, min, max, unit, help) \
+	dst->name = tlbb_clamp(src->name, min, max);
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+}
+
+static u64 tlbb_min(u64 a, u64 b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * min(@cap, a * b / d), rounded down. Exact while a * b fits in 64 bits;
+ * otherwise a and d are halved together until it fits (the quotient then
+ * keeps at least 44 significant bits, or it is far above any cap used
+ * here). d == 0 gives @cap.
+ */
+static u64 tlbb_mul_div_cap(u64 a, u64 b, u64 d, u64 cap)
+{
+	while (b && a > TLBB_U64_MAX / b) {
+		a >>= 1;
+		d >>= 1;
+	}
+	if (!d)
+		return cap;
+	return tlbb_min(a * b / d, cap);
+}
+
+u64 tlbb_trigger_ticks(const struct tlbb_params *p)
+{
+	u64 iv = p->interval_ms ? p->interval_ms : 1;
+
+	return (p->sustain_ms + iv - 1) / iv;
+}
+
+u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in)
+{
+	u64 refills = in->refills_huge + in->refills_small;
+	u64 nr_vcpus = in->nr_vcpus ? in->nr_vcpus : 1;
+
+	if (refills < in->refills_huge)		/* the sum wrapped */
+		refills = TLBB_U64_MAX;
+	/*
+	 * refills * cost_ns over interval_ms * 1e6 * nr_vcpus ns of vCPU time,
+	 * in permille (x1e3) times 1000: the 1e6 factors cancel.
+	 */
+	return tlbb_mul_div_cap(refills, p->refill_cost_ns,
+				p->interval_ms * nr_vcpus,
+				TLBB_LOAD_MAX_MILLI);
+}
+
+u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
+			 u64 refills_small, enum tlbb_group *dominant)
+{
+	u64 h = refills_huge, s = refills_small, big = h > s ? h : s;
+	u64 fh, fs;	/* per-entry rates, both scaled by the product of entries */
+
+	/* Keep h and s below 2^40 with their ratio; a nonzero stays >= 1. */
+	while (big > TLBB_REFILLS_MAX) {
+		h = h >> 1 | (h & 1);
+		s = s >> 1 | (s & 1);
+		big >>= 1;
+	}
+	fh = h * p->small_entries;	/* < 2^60: entries are at most 2^20 */
+	fs = s * p->huge_entries;
+	if (fh == fs) {
+		*dominant = TLBB_G_NONE;
+		return TLBB_Y_BALANCED_MILLI;
+	}
+	if (fh > fs) {
+		*dominant = TLBB_G_HUGE;
+		return tlbb_mul_div_cap(fh, 1000, fs, TLBB_Y_MAX_MILLI);
+	}
+	*dominant = TLBB_G_SMALL;
+	return tlbb_mul_div_cap(fs, 1000, fh, TLBB_Y_MAX_MILLI);
+}
+
+static void tlbb_window_clear(struct tlbb_ctrl *c)
+{
+	c->nsamples = 0;
+	c->win_group = TLBB_G_NONE;
+	c->win_mixed = false;
+}
+
+/* End a counting run: the limit holds, the load must be sustained again. */
+static void tlbb_stop(struct tlbb_ctrl *c, enum tlbb_state st)
+{
+	tlbb_window_clear(c);
+	c->load_count = 0;
+	c->run_dir = TLBB_G_NONE;
+	c->state = st;
+}
+
+static u64 tlbb_floor(const struct tlbb_ctrl *c)
+{
+	return tlbb_min(c->p.floor_pages, c->total_pages);
+}
+
+void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
+		    u64 total_pages, bool monitor_only)
+{
+	u32 i;
+
+	tlbb_params_clamp(&c->p, p);
+	c->monitor_only = monitor_only;
+	c->total_pages = total_pages;
+	c->limit = total_pages;
+	c->state = TLBB_ST_IDLE;
+	c->load_count = 0;
+	c->load_pm_milli = 0;
+	for (i = 0; i < TLBB_MAX_SAMPLES; i++)
+		c->y_samples[i] = 0;
+	c->y_milli = 0;
+	c->dominant = TLBB_G_NONE;
+	c->ticks = 0;
+	c->lowered = 0;
+	c->raised = 0;
+	c->decisions = 0;
+	c->run_dir = TLBB_G_NONE;
+	tlbb_window_clear(c);
+}
+
+void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p)
+{
+	u64 trig;
+
+	tlbb_params_clamp(&c->p, p);
+	trig = tlbb_trigger_ticks(&c->p);
+	if (c->load_count > trig)
+		c->load_count = trig;
+	tlbb_window_clear(c);
+	c->run_dir = TLBB_G_NONE;
+	c->state = c->load_count ? TLBB_ST_SUSTAIN : TLBB_ST_IDLE;
+}
+
+/* Add one sample of y to the window. */
+static void tlbb_sample(struct tlbb_ctrl *c, const struct tlbb_input *in)
+{
+	enum tlbb_group g;
+	u64 y = tlbb_imbalance_milli(&c->p, in->refills_huge,
+				     in->refills_small, &g);
+
+	if (!c->nsamples)
+		c->win_group = g;
+	else if (g != c->win_group)
+		c->win_mixed = true;
+	c->y_samples[c->nsamples++] = y;
+}
+
+static enum tlbb_action tlbb_lower(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	u64 base = tlbb_min(c->limit, huge_in_use);
+	u64 target = base > c->p.step_pages ? base - c->p.step_pages : 0;
+
+	if (target < tlbb_floor(c))
+		target = tlbb_floor(c);
+	if (target >= c->limit) {		/* at the floor already */
+		tlbb_stop(c, TLBB_ST_IDLE);
+		return TLBB_ACT_NONE;
+	}
+	c->run_dir = TLBB_G_HUGE;
+	if (c->monitor_only) {
+		c->state = TLBB_ST_MONITOR;
+		return TLBB_ACT_NONE;
+	}
+	c->limit = target;
+	c->lowered++;
+	c->state = TLBB_ST_LOWERING;
+	return TLBB_ACT_LOWER;
+}
+
+static enum tlbb_action tlbb_raise(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	u64 room = c->total_pages - c->limit;
+
+	if (huge_in_use < c->limit) {		/* huge pages still forming */
+		tlbb_stop(c, TLBB_ST_FORMING);
+		return TLBB_ACT_NONE;
+	}
+	if (!room) {				/* everything may be huge */
+		tlbb_stop(c, TLBB_ST_IDLE);
+		return TLBB_ACT_NONE;
+	}
+	c->run_dir = TLBB_G_SMALL;
+	if (c->monitor_only) {
+		c->state = TLBB_ST_MONITOR;
+		return TLBB_ACT_NONE;
+	}
+	c->limit += tlbb_min(room, c->p.step_pages);
+	c->raised++;
+	c->state = TLBB_ST_RAISING;
+	return TLBB_ACT_RAISE;
+}
+
+/* The window is full: average it and act on the result. */
+static enum tlbb_action tlbb_decide(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	enum tlbb_group g = c->win_mixed ? TLBB_G_NONE : c->win_group;
+	u64 sum = 0;
+	u32 i;
+
+	for (i = 0; i < c->nsamples; i++)
+		sum += c->y_samples[i];	/* <= 64 x 10^12: no overflow */
+	c->y_milli = sum / c->nsamples;
+	c->dominant = g;
+	c->decisions++;
+	tlbb_window_clear(c);
+
+	if (g == TLBB_G_NONE ||
+	    c->y_milli <= c->p.imbalance_threshold * 1000 ||
+	    (c->run_dir != TLBB_G_NONE && g != c->run_dir)) {
+		tlbb_stop(c, TLBB_ST_IDLE);
+		return TLBB_ACT_NONE;
+	}
+	if (g == TLBB_G_HUGE)
+		return tlbb_lower(c, huge_in_use);
+	return tlbb_raise(c, huge_in_use);
+}
+
+enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
+				const struct tlbb_input *in)
+{
+	enum tlbb_action act = TLBB_ACT_NONE, dec;
+	u64 trig = tlbb_trigger_ticks(&c->p);
+
+	c->ticks++;
+	/* A floor raised mid-run lifts the limit (never in monitor mode). */
+	if (!c->monitor_only && c->limit < tlbb_floor(c)) {
+		c->limit = tlbb_floor(c);
+		c->raised++;
+		act = TLBB_ACT_RAISE;
+	}
+
+	c->load_pm_milli = tlbb_load_milli(&c->p, in);
+	if (c->load_pm_milli <= c->p.load_threshold_pm * 1000) {
+		if (c->load_count >= trig)	/* load gone while counting */
+			c->load_count = 0;
+		else if (c->load_count)
+			c->load_count--;
+		tlbb_window_clear(c);
+		c->run_dir = TLBB_G_NONE;
+		c->state = TLBB_ST_IDLE;
+		return act;
+	}
+	if (c->load_count < trig) {
+		c->load_count++;
+		c->state = TLBB_ST_SUSTAIN;
+		return act;
+	}
+
+	if (c->state == TLBB_ST_IDLE || c->state == TLBB_ST_SUSTAIN ||
+	    c->state == TLBB_ST_FORMING)
+		c->state = TLBB_ST_COUNTING;
+	tlbb_sample(c, in);
+	if (c->nsamples < c->p.samples)
+		return act;
+	dec = tlbb_decide(c, in->huge_in_use);
+	return dec != TLBB_ACT_NONE ? dec : act;
+}
+
+const char *tlbb_state_name(enum tlbb_state s)
+{
+	switch (s) {
+	case TLBB_ST_IDLE:
+		return "idle";
+	case TLBB_ST_SUSTAIN:
+		return "sustain";
+	case TLBB_ST_COUNTING:
+		return "counting";
+	case TLBB_ST_LOWERING:
+		return "lowering";
+	case TLBB_ST_RAISING:
+		return "raising";
+	case TLBB_ST_FORMING:
+		return "forming";
+	case TLBB_ST_MONITOR:
+		return "monitor";
+	default:
+		return "unknown";
+	}
+}
+
+const char *tlbb_group_name(enum tlbb_group g)
+{
+	switch (g) {
+	case TLBB_G_NONE:
+		return "none";
+	case TLBB_G_HUGE:
+		return "huge";
+	case TLBB_G_SMALL:
+		return "small";
+	default:
+		return "unknown";
+	}
+}
