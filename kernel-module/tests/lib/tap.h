@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A tiny TAP printer for the in-guest tests.
+ *
+ * Every check prints one line, "ok N - what" or "not ok N - what"; the
+ * harness (run-kernels.sh) counts those lines.  Diagnostics start with "# ".
+ * main() ends with "return tap_done();": exit status 0 only when every
+ * check passed and at least one ran.
+ */
+#ifndef TLBB_TEST_TAP_H
+#define TLBB_TEST_TAP_H
+
+#include <stdbool.h>
+
+__attribute__((format(printf, 2, 3)))
+bool tap_ok(bool cond, const char *fmt, ...);
+__attribute__((format(printf, 1, 2)))
+void tap_diag(const char *fmt, ...);
+/* Print "not ok N - <reason>" and "Bail out!", then exit(1). */
+__attribute__((format(printf, 1, 2), noreturn))
+void tap_bail(const char *fmt, ...);
+/* Bail out if cond is false: for setup steps later checks depend on. */
+#define tap_require(cond, ...) \
+	do { if (!(cond)) tap_bail(__VA_ARGS__); } while (0)
+int tap_failed(void);
+int tap_done(void);
+
+#endif
