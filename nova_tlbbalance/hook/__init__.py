@@ -1,0 +1,4 @@
+"""The libvirt qemu hook's logic (libvirt-hooks/tlbbalance calls main()).
+
+Stdlib only, imported lazily: an untagged domain costs a string search.
+"""

@@ -1,0 +1,93 @@
+"""Install the libvirt hook: ``python3 -m nova_tlbbalance.hook.install``.
+
+Copies ``libvirt-hooks/tlbbalance`` to ``/etc/libvirt/hooks/qemu.d/``
+(coexisting with the operator's own hooks there), with this interpreter in
+its ``#!`` line, the directory holding ``nova_tlbbalance`` on its path, and
+any settings given here baked in (libvirtd scrubs the environment of the
+hooks it runs). Restart libvirtd afterwards: it looks for hooks at start.
+"""
+
+import argparse
+import os
+import sys
+
+import nova_tlbbalance
+
+DEST = '/etc/libvirt/hooks/qemu.d/tlbbalance'
+BEGIN = '# -- settings (written by the installer) --\n'
+END = '# -- end of settings --\n'
+SETTINGS = (
+    ('configfs', 'TLBB_CONFIGFS', 'module configfs root'),
+    ('timeout', 'TLBB_HOOK_TIMEOUT', 'hard time limit per phase, s'),
+    ('log_file', 'TLBB_HOOK_LOG', 'also append JSON lines here'),
+    ('state_dir', 'TLBB_STATE_DIR', 'where once-only markers go'),
+    ('syslog', 'TLBB_SYSLOG', "syslog socket ('' = stderr)"),
+)
+
+
+def template_path():
+    here = os.path.dirname(os.path.abspath(nova_tlbbalance.__file__))
+    for cand in (os.path.join(here, '..', 'libvirt-hooks', 'tlbbalance'),
+                 os.path.join(sys.prefix, 'share', 'nova-tlbbalance',
+                              'libvirt-hooks', 'tlbbalance')):
+        if os.path.isfile(cand):
+            return os.path.normpath(cand)
+    raise FileNotFoundError('libvirt-hooks/tlbbalance not found next to '
+                            'the package nor under %s/share' % sys.prefix)
+
+
+def render(template, python, pkg_parent, settings):
+    lines = template.splitlines(True)
+    lines[0] = '#!%s\n' % python
+    text = ''.join(lines)
+    if BEGIN not in text or END not in text:
+        raise ValueError('hook template lacks the settings markers')
+    body = ['sys.path.insert(0, %r)\n' % pkg_parent]
+    for key, env, _ in SETTINGS:
+        if settings.get(key) is not None:
+            body.append('os.environ.setdefault(%r, %r)\n'
+                        % (env, str(settings[key])))
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return head + BEGIN + ''.join(body) + END + tail
+
+
+def install(dest=DEST, python=None, settings=None):
+    python = python or sys.executable
+    pkg_parent = os.path.dirname(os.path.dirname(
+        os.path.abspath(nova_tlbbalance.__file__)))
+    with open(template_path()) as f:
+        text = render(f.read(), python, pkg_parent, settings or {})
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = dest + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, dest)
+    return dest
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='python3 -m nova_tlbbalance.hook.'
+                                'install', description=__doc__.split('\n')[0])
+    p.add_argument('--dest', default=DEST)
+    p.add_argument('--python', help='interpreter (default: this one)')
+    p.add_argument('--uninstall', action='store_true')
+    for key, env, help_ in SETTINGS:
+        p.add_argument('--' + key.replace('_', '-'), help='%s (%s)'
+                       % (help_, env))
+    args = p.parse_args(argv)
+    if args.uninstall:
+        try:
+            os.unlink(args.dest)
+        except FileNotFoundError:
+            pass
+        return 0
+    dest = install(args.dest, args.python,
+                   {k: getattr(args, k) for k, _, _ in SETTINGS})
+    print(dest)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

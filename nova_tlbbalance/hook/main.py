@@ -1,0 +1,40 @@
+"""Entry point of the libvirt qemu hook.
+
+libvirt runs ``/etc/libvirt/hooks/qemu.d/tlbbalance NAME OP SUBOP EXTRA``
+with the domain XML on stdin. ``migrate`` and ``restore`` must print the
+(possibly changed) XML: it is passed through unchanged. Every other phase
+prints nothing. A domain whose XML lacks the tlbbalance namespace is left
+alone after one substring search, before anything else is imported.
+"""
+
+import sys
+import time
+
+NS = b'http://openstack.org/xmlns/tlbbalance/1.0'
+PASS_THROUGH = ('migrate', 'restore')
+PHASES = ('prepare', 'start', 'started', 'stopped', 'release', 'reconnect')
+
+
+def main(argv=None, stdin=None, stdout=None):
+    t0 = time.monotonic()
+    argv = sys.argv[1:] if argv is None else argv
+    stdin = sys.stdin.buffer if stdin is None else stdin
+    stdout = sys.stdout.buffer if stdout is None else stdout
+    if len(argv) < 3:
+        sys.stderr.write('tlbbalance hook: usage: NAME OP SUBOP [EXTRA] '
+                         '(run by libvirtd), got %r\n' % (argv,))
+        return 2
+    name, op, sub = argv[:3]
+    data = stdin.read()
+    if op in PASS_THROUGH:
+        stdout.write(data)
+        stdout.flush()
+        return 0
+    if op not in PHASES or NS not in data:
+        return 0
+    from nova_tlbbalance.hook import phases
+    return phases.run(name, op, sub, data, t0)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

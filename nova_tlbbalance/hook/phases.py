@@ -1,0 +1,272 @@
+"""What the hook does in each phase for a tagged domain.
+
+prepare   hugetlbfs: free huge pages per host NUMA node; thp: host THP on
+started   find QEMU's pid, vCPU threads and guest RAM ranges, check
+          alignment and TLBI scope, register with the module
+reconnect (libvirtd restarted) register again unless already registered
+stopped   switch the VM off in the module (lifts any limit)
+release   remove the VM's directory
+
+A problem is logged and the VM goes on, unless the policy is strict: then
+prepare/started/reconnect exit 1 and libvirt fails the start with our
+message. stopped/release never fail. Each phase runs under a hard timer.
+"""
+
+import os
+import signal
+import sys
+import time
+
+from nova_tlbbalance import modclient
+from nova_tlbbalance import policy as policy_mod
+from nova_tlbbalance.hook.config import Config
+from nova_tlbbalance.hook.log import Log
+from nova_tlbbalance.probes import domxml
+from nova_tlbbalance.probes import memmap
+from nova_tlbbalance.probes import proc
+from nova_tlbbalance.probes import topology
+
+
+class Failure(Exception):
+    """Something the policy asked for is not met."""
+
+
+class HookTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise HookTimeout()
+
+
+def run(name, op, sub, data, t0):
+    try:
+        config = Config.from_env()
+    except ValueError as exc:
+        config = Config()
+        Log(config)('err', 'bad hook setting, using defaults: %s' % exc)
+    log = Log(config)
+    try:
+        pol = policy_mod.Policy.from_domain_xml(data)
+        dom = domxml.parse(data) if pol is not None else None
+    except ValueError as exc:
+        # The strictness itself is unknown: never block the VM on it.
+        log.record(domain=name, phase=op, rc=0, result='bad policy: %s' % exc,
+                   elapsed_ms=_ms(t0))
+        return 0
+    if pol is None:
+        return 0
+    handler = HANDLERS[op]
+    blocking = op in ('prepare', 'started', 'reconnect') and pol.strict
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, config.timeout)
+    rc = 0
+    extra = {}
+    try:
+        result = handler(dom, pol, config, log, extra) or 'ok'
+    except HookTimeout:
+        result = 'timeout: phase took more than %.1f s' % config.timeout
+        rc = 1 if blocking else 0
+    except Failure as exc:
+        result = 'failed: %s' % exc
+        rc = 1 if blocking else 0
+    except Exception as exc:  # never break a VM's lifecycle on a bug
+        result = 'error: %s: %s' % (type(exc).__name__, exc)
+        rc = 1 if blocking else 0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    if rc:
+        sys.stderr.write('tlbbalance (strict policy) refuses domain %r: %s\n'
+                         % (name, result))
+    log.record(domain=name, phase=op, sub=sub, rc=rc, strict=pol.strict,
+               mode=pol.mode, result=result, elapsed_ms=_ms(t0), **extra)
+    return rc
+
+
+def _ms(t0):
+    return round((time.monotonic() - t0) * 1000, 2)
+
+
+# -- prepare --------------------------------------------------------------
+
+def hugepage_needs(dom, default_size, all_nodes):
+    """{(page size, host nodes): pages needed} for a hugetlbfs domain."""
+    def size_for(cell_id):
+        for size, nodeset in dom.hugepages:
+            if cell_id is not None and cell_id in nodeset:
+                return size or default_size
+        for size, nodeset in dom.hugepages:
+            if not nodeset:
+                return size or default_size
+        return dom.hugepages[0][0] or default_size
+
+    needs = {}
+    units = ([(c.id, c.memory) for c in dom.cells] if dom.cells
+             else [(None, dom.memory)])
+    for cell_id, mem in units:
+        size = size_for(cell_id)
+        nodes = (dom.memnodes.get(cell_id) if cell_id is not None else None) \
+            or dom.numa_nodeset or tuple(all_nodes)
+        key = (size, tuple(sorted(nodes)))
+        needs[key] = needs.get(key, 0) + -(-mem // size)
+    return needs
+
+
+def prepare(dom, pol, config, log, extra):
+    if pol.backing == 'thp':
+        mode = proc.thp_mode(config.sys)
+        if mode == 'never':
+            raise Failure('backing=thp but host transparent huge pages are '
+                          'off (/sys/kernel/mm/transparent_hugepage/enabled '
+                          '= never)')
+        return 'thp %s' % (mode or 'unknown')
+    if pol.backing != 'hugetlbfs':
+        return 'nothing to check'
+    if not dom.uses_hugetlbfs:
+        raise Failure('backing=hugetlbfs but the domain has no '
+                      '<memoryBacking><hugepages> (hw:mem_page_size)')
+    default = proc.default_hugepage_size(config.proc)
+    free_by_size = {}
+    short = []
+    checked = []
+    host_nodes = sorted(proc.free_hugepages(default, config.sys))
+    for (size, nodes), need in sorted(hugepage_needs(
+            dom, default, host_nodes).items()):
+        if size not in free_by_size:
+            free_by_size[size] = proc.free_hugepages(size, config.sys)
+        free = free_by_size[size]
+        have = sum(free.get(n, 0) for n in nodes)
+        where = 'host node(s) %s' % domxml.format_cpuset(nodes)
+        checked.append('%d x %d KiB on %s (%d free)'
+                       % (need, size // 1024, where, have))
+        if have < need:
+            short.append('%d free %d KiB huge pages on %s, %d needed'
+                         % (have, size // 1024, where, need))
+    if short:
+        raise Failure('not enough huge pages: ' + '; '.join(short))
+    return 'huge pages available: ' + '; '.join(checked)
+
+
+# -- started ----------------------------------------------------------------
+
+def _page_size(dom, pol, config):
+    if pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs:
+        return max([s for s, _ in dom.hugepages if s] or
+                   [proc.default_hugepage_size(config.proc)])
+    return proc.hpage_pmd_size(config.sys)
+
+
+def inspect(dom, pol, config):
+    """(pid, vcpu threads, ranges, problems) of the running domain."""
+    pid = proc.qemu_pid(dom.name, config.run_dir)
+    threads = proc.vcpu_threads(pid, config.proc)
+    if not threads:
+        raise Failure('QEMU pid %d has no vCPU threads ("CPU n/KVM")' % pid)
+    blocks, ranges = memmap.guest_ram(dom, pid, config.proc)
+    page = _page_size(dom, pol, config)
+    problems = []
+    for r in ranges:
+        off = r.misalignment(page)
+        if off:
+            problems.append(
+                'RAM block %s GPA 0x%x is mapped at HVA 0x%x: off by 0x%x '
+                'modulo the %d KiB huge page, stage 2 cannot map it huge'
+                % (r.block, r.gpa, r.hva, off, page // 1024))
+    if pol.tlbi_scope in ('die', 'cluster'):
+        allowed = set()
+        for _, tid, _ in threads:
+            allowed.update(proc.affinity(tid))
+        spread = topology.span(allowed, topology.cpu_topology(config.sys))
+        count = spread['dies' if pol.tlbi_scope == 'die' else 'clusters']
+        if count > 1:
+            problems.append(
+                'tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
+                'which span %d %ss' % (pol.tlbi_scope,
+                                       domxml.format_cpuset(allowed), count,
+                                       pol.tlbi_scope))
+    return pid, threads, ranges, problems
+
+
+def _module_absent(config, log):
+    marker = os.path.join(config.state_dir, 'module-absent-logged')
+    if os.path.exists(marker):
+        return
+    log('warning', 'the tlbbalance kernel module is not loaded (%s missing):'
+        ' tagged VMs run unmanaged until it is; logged once until it '
+        'appears' % modclient.root_dir(config.configfs))
+    try:
+        os.makedirs(config.state_dir, exist_ok=True)
+        open(marker, 'w').close()
+    except OSError:
+        pass
+
+
+def started(dom, pol, config, log, extra, reconnect=False):
+    pid, threads, ranges, problems = inspect(dom, pol, config)
+    extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
+    for p in problems:
+        log('warning', 'domain %r: %s' % (dom.name, p))
+    if problems and pol.strict:
+        raise Failure('; '.join(problems))
+    client = modclient.Client(config.configfs)
+    if not client.present():
+        _module_absent(config, log)
+        if pol.strict:
+            raise Failure('the tlbbalance kernel module is not loaded (%s)'
+                          % client.root)
+        return 'module absent: not registered' + (
+            '; %d problem(s)' % len(problems) if problems else '')
+    try:
+        os.unlink(os.path.join(config.state_dir, 'module-absent-logged'))
+    except OSError:
+        pass
+    vm = modclient.vm_dir_name(dom.name, dom.uuid)
+    if reconnect and client.exists(vm):
+        st = client.status(vm) or {}
+        if st.get('pid') == str(pid):
+            return 'already registered as %s' % vm
+    try:
+        client.register(vm, pid, [t for _, t, _ in threads],
+                        [(r.hva, r.length, r.gpa) for r in ranges],
+                        mode=pol.mode, params=pol.params)
+    except modclient.ModuleError as exc:
+        raise Failure(str(exc)) from None
+    return 'registered as %s (mode %s)' % (vm, pol.mode) + (
+        '; %d problem(s)' % len(problems) if problems else '')
+
+
+def reconnect(dom, pol, config, log, extra):
+    return started(dom, pol, config, log, extra, reconnect=True)
+
+
+def start(dom, pol, config, log, extra):
+    return 'nothing to do'
+
+
+def stopped(dom, pol, config, log, extra):
+    client = modclient.Client(config.configfs)
+    if not client.present():
+        return 'module absent'
+    vm = modclient.vm_dir_name(dom.name, dom.uuid)
+    return 'switched off' if client.stop(vm) else 'was not registered'
+
+
+def release(dom, pol, config, log, extra):
+    client = modclient.Client(config.configfs)
+    if not client.present():
+        return 'module absent'
+    vm = modclient.vm_dir_name(dom.name, dom.uuid)
+    if client.exists(vm):
+        client.stop(vm)
+    return 'unregistered' if client.unregister(vm) else 'was not registered'
+
+
+HANDLERS = {
+    'prepare': prepare,
+    'start': start,
+    'started': started,
+    'reconnect': reconnect,
+    'stopped': stopped,
+    'release': release,
+}

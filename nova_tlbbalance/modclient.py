@@ -1,0 +1,205 @@
+"""Client for the kernel module's configfs interface.
+
+The layout is fixed in ``docs/design/interfaces.md``; attribute names for
+tunables and statistics come from :mod:`nova_tlbbalance.module_defs` (the
+module's ``.def`` files), never from here.
+
+The configfs root is a parameter: ``TLBB_CONFIGFS`` in the environment, or
+the ``root`` argument, default ``/sys/kernel/config/tlbbalance``.
+Only the standard library is used (the libvirt hook imports this).
+"""
+
+import errno
+import os
+import re
+
+from nova_tlbbalance import module_defs
+
+DEFAULT_ROOT = '/sys/kernel/config/tlbbalance'
+ENV_ROOT = 'TLBB_CONFIGFS'
+NAME_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
+MODES = ('off', 'monitor', 'balance')
+MAX_RANGES = 64
+MAX_TIDS = 1024
+
+
+class ModuleAbsent(Exception):
+    """The module's configfs directory is not there (module not loaded)."""
+
+
+class ModuleError(Exception):
+    """A write to the module was refused; names the attribute and errno."""
+
+    def __init__(self, path, err, value=None):
+        self.path = path
+        self.errno = err
+        self.value = value
+        shown = value if value is None or len(value) < 80 else \
+            value[:77] + '...'
+        super().__init__('%s: write %r refused: %s (%s)' % (
+            path, shown, os.strerror(err), errno.errorcode.get(err, err)))
+
+
+def root_dir(root=None):
+    return root or os.environ.get(ENV_ROOT) or DEFAULT_ROOT
+
+
+def vm_dir_name(name, uuid):
+    """The VM's directory name: the domain name when it fits the module's
+    name rule, else its UUID (36 characters of hex and dashes)."""
+    if name and NAME_RE.match(name):
+        return name
+    if uuid and NAME_RE.match(uuid):
+        return uuid
+    raise ValueError('domain %r: neither its name nor its uuid %r is a valid '
+                     'tlbbalance VM name ([A-Za-z0-9._-]{1,64})'
+                     % (name, uuid))
+
+
+def format_ranges(ranges):
+    """``[(hva, length, gpa), ...]`` -> the ``ranges`` attribute text."""
+    if len(ranges) > MAX_RANGES:
+        raise ValueError('%d guest RAM ranges; the module takes at most %d'
+                         % (len(ranges), MAX_RANGES))
+    return ''.join('0x%x 0x%x 0x%x\n' % (hva, length, gpa)
+                   for hva, length, gpa in ranges)
+
+
+def parse_status(text):
+    """The ``status`` attribute (``key value`` lines) -> dict of strings."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        key, _, value = line.partition(' ')
+        out[key] = value.strip()
+    return out
+
+
+class Client:
+    """One configfs tree of the tlbbalance module."""
+
+    def __init__(self, root=None):
+        self.root = root_dir(root)
+
+    # -- plumbing ----------------------------------------------------------
+
+    def present(self):
+        return os.path.isdir(os.path.join(self.root, 'vms'))
+
+    def _need(self):
+        if not self.present():
+            raise ModuleAbsent('tlbbalance module not loaded: %s/vms does '
+                               'not exist' % self.root)
+
+    def _vm(self, vm):
+        if not NAME_RE.match(vm):
+            raise ValueError('invalid tlbbalance VM name %r' % vm)
+        return os.path.join(self.root, 'vms', vm)
+
+    def _write(self, path, value):
+        # One write() call: configfs attributes take the whole value at once.
+        data = value.encode()
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except OSError as exc:
+            raise ModuleError(path, exc.errno, value) from None
+        try:
+            os.write(fd, data if data else b'\n')
+        except OSError as exc:
+            raise ModuleError(path, exc.errno, value) from None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read(path):
+        with open(path) as f:
+            return f.read()
+
+    # -- API ---------------------------------------------------------------
+
+    def version(self):
+        self._need()
+        return self._read(os.path.join(self.root, 'version')).strip()
+
+    def vms(self):
+        """Names of the registered VM directories."""
+        if not self.present():
+            return []
+        return sorted(os.listdir(os.path.join(self.root, 'vms')))
+
+    def exists(self, vm):
+        return os.path.isdir(self._vm(vm))
+
+    def register(self, vm, pid, vcpu_tids, ranges, mode='monitor',
+                 params=None):
+        """Create (or re-use) the VM's directory and switch it on.
+
+        Order per the interface: mode off, then pid, vcpu_tids, ranges and
+        params, then the requested mode. ``params``: name -> int, written
+        only for the names given (the module keeps its defaults otherwise).
+        """
+        for name, value in (params or {}).items():
+            module_defs.param(name).check(value)    # before any write
+        if mode not in MODES:
+            raise ValueError('mode %r: allowed %s' % (mode, ', '.join(MODES)))
+        if len(vcpu_tids) > MAX_TIDS:
+            raise ValueError('%d vCPU threads; the module takes at most %d'
+                             % (len(vcpu_tids), MAX_TIDS))
+        self._need()
+        d = self._vm(vm)
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ModuleError(d, exc.errno, 'mkdir') from None
+        self._write(os.path.join(d, 'mode'), 'off')
+        self._write(os.path.join(d, 'pid'), str(int(pid)))
+        self._write(os.path.join(d, 'vcpu_tids'),
+                    ' '.join(str(int(t)) for t in vcpu_tids))
+        self._write(os.path.join(d, 'ranges'), format_ranges(ranges))
+        for name, value in (params or {}).items():
+            value = module_defs.param(name).check(value)
+            self._write(os.path.join(d, name), str(value))
+        if mode != 'off':
+            self._write(os.path.join(d, 'mode'), mode)
+        return d
+
+    def set_mode(self, vm, mode):
+        self._need()
+        self._write(os.path.join(self._vm(vm), 'mode'), mode)
+
+    def stop(self, vm):
+        """Switch the VM off (lifts any limit); False if not registered."""
+        if not self.present() or not self.exists(vm):
+            return False
+        self.set_mode(vm, 'off')
+        return True
+
+    def unregister(self, vm):
+        """Remove the VM's directory; False if it was not there."""
+        if not self.present():
+            return False
+        d = self._vm(vm)
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise ModuleError(d, exc.errno, 'rmdir') from None
+        return True
+
+    def status(self, vm):
+        """The VM's ``status`` attribute as a dict, or None if absent.
+
+        Keys: every stat of tlbb_stats.def and param of tlbb_params.def
+        (see :func:`nova_tlbbalance.module_defs.stats`), plus mode, pid and
+        inject_enabled.
+        """
+        try:
+            return parse_status(self._read(
+                os.path.join(self._vm(vm), 'status')))
+        except FileNotFoundError:
+            return None

@@ -1,0 +1,152 @@
+"""QEMU process facts from /proc and /sys (stdlib only)."""
+
+import os
+import re
+
+_VCPU_RE = re.compile(r'^CPU (\d+)/(\w+)$')
+_ALL_RE = re.compile(r'^ALL CPUs/(\w+)$')
+_SMAPS_HEAD = re.compile(r'^([0-9a-f]+)-([0-9a-f]+) ')
+
+DEFAULT_PMD = 2 * 1024 * 1024
+
+
+def hpage_pmd_size(sys_root='/sys'):
+    """The host's PMD huge page size (bytes)."""
+    try:
+        with open(sys_root +
+                  '/kernel/mm/transparent_hugepage/hpage_pmd_size') as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return DEFAULT_PMD
+
+
+def thp_mode(sys_root='/sys'):
+    """The active host THP mode (always/madvise/never) or ''."""
+    try:
+        with open(sys_root + '/kernel/mm/transparent_hugepage/enabled') as f:
+            m = re.search(r'\[(\w+)\]', f.read())
+            return m.group(1) if m else ''
+    except OSError:
+        return ''
+
+
+def qemu_pid(name, run_dir='/run/libvirt/qemu'):
+    """The QEMU pid libvirt recorded for domain ``name``."""
+    path = os.path.join(run_dir, name + '.pid')
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except FileNotFoundError:
+        raise LookupError('domain %r: no pid file %s' % (name, path)) \
+            from None
+    except ValueError:
+        raise LookupError('domain %r: pid file %s is not a number'
+                          % (name, path)) from None
+
+
+def vcpu_threads(pid, proc='/proc'):
+    """[(vcpu index or None, tid, accel)] from the threads' names.
+
+    QEMU names vCPU threads ``CPU <n>/<accel>`` (KVM, TCG); single-threaded
+    TCG runs all vCPUs on one thread ``ALL CPUs/TCG`` (index None).
+    """
+    out = []
+    task = '%s/%d/task' % (proc, pid)
+    for tid in os.listdir(task):
+        try:
+            with open('%s/%s/comm' % (task, tid)) as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        m = _VCPU_RE.match(comm)
+        if m:
+            out.append((int(m.group(1)), int(tid), m.group(2)))
+            continue
+        m = _ALL_RE.match(comm)
+        if m:
+            out.append((None, int(tid), m.group(1)))
+    out.sort(key=lambda t: (t[0] is None, t[0] or 0))
+    return out
+
+
+def affinity(tid):
+    """The CPUs thread ``tid`` may run on (sorted tuple)."""
+    return tuple(sorted(os.sched_getaffinity(tid)))
+
+
+def smaps_huge(pid, ranges, proc='/proc'):
+    """Huge-page bytes backing the given host ranges.
+
+    ``ranges``: [(hva, length)]. Returns dict with ``size`` (bytes asked
+    for), ``anon_huge`` (AnonHugePages), ``hugetlb`` (Private_ and
+    Shared_Hugetlb), ``rss`` and ``kernel_page`` (largest KernelPageSize
+    seen) summed over the VMAs overlapping them, each VMA counted once.
+    """
+    want = [(h, h + n) for h, n in ranges]
+    res = {'size': sum(n for _, n in ranges), 'anon_huge': 0, 'hugetlb': 0,
+           'rss': 0, 'kernel_page': 0}
+    inside = False
+    with open('%s/%d/smaps' % (proc, pid)) as f:
+        for line in f:
+            m = _SMAPS_HEAD.match(line)
+            if m:
+                s, e = int(m.group(1), 16), int(m.group(2), 16)
+                inside = any(s < hi and lo < e for lo, hi in want)
+                continue
+            if not inside:
+                continue
+            key, _, rest = line.partition(':')
+            if key in ('AnonHugePages', 'Private_Hugetlb', 'Shared_Hugetlb',
+                       'Rss', 'KernelPageSize'):
+                kb = int(rest.split()[0]) * 1024
+                if key == 'AnonHugePages':
+                    res['anon_huge'] += kb
+                elif key == 'Rss':
+                    res['rss'] += kb
+                elif key == 'KernelPageSize':
+                    res['kernel_page'] = max(res['kernel_page'], kb)
+                else:
+                    res['hugetlb'] += kb
+    huge = res['anon_huge'] + res['hugetlb']
+    res['coverage'] = huge / res['size'] if res['size'] else 0.0
+    return res
+
+
+def default_hugepage_size(proc='/proc'):
+    with open(proc + '/meminfo') as f:
+        for line in f:
+            if line.startswith('Hugepagesize:'):
+                return int(line.split()[1]) * 1024
+    return DEFAULT_PMD
+
+
+def free_hugepages(size, sys_root='/sys'):
+    """{host NUMA node: free huge pages of ``size`` bytes}.
+
+    Falls back to the global pool as node 0 on a host without NUMA sysfs.
+    """
+    kb = size // 1024
+    out = {}
+    base = sys_root + '/devices/system/node'
+    try:
+        nodes = sorted(int(n[4:]) for n in os.listdir(base)
+                       if re.match(r'^node\d+$', n))
+    except OSError:
+        nodes = []
+    for n in nodes:
+        path = '%s/node%d/hugepages/hugepages-%dkB/free_hugepages' % (
+            base, n, kb)
+        try:
+            with open(path) as f:
+                out[n] = int(f.read())
+        except OSError:
+            out[n] = 0
+    if not nodes:
+        path = '%s/kernel/mm/hugepages/hugepages-%dkB/free_hugepages' % (
+            sys_root, kb)
+        try:
+            with open(path) as f:
+                out[0] = int(f.read())
+        except OSError:
+            out[0] = 0
+    return out
