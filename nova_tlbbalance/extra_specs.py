@@ -22,10 +22,10 @@ BACKINGS = ('thp', 'hugetlbfs', 'none')
 TLBI_SCOPES = ('none', 'die', 'cluster')
 BOOLEANS = ('true', 'false')
 
-# Spellings accepted for the boolean key (nova's own hw:* booleans accept
-# the same set); the canonical form is 'true' / 'false'.
-_TRUE = ('true', 'yes', 'on', '1')
-_FALSE = ('false', 'no', 'off', '0')
+# Spellings accepted for the boolean key: the same set nova's own boolean
+# extra specs accept (oslo_utils.strutils, strict); canonical: true / false.
+_TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
+_FALSE = ('0', 'f', 'false', 'off', 'n', 'no')
 
 
 @dataclasses.dataclass(frozen=True)

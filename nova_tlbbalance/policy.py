@@ -71,30 +71,31 @@ class Policy:
 
         ``extra_specs``: the flavor's extra specs (any mapping; keys other
         than ``tlbbalance:*`` are ignored). ``defaults``: an optional
-        mapping of policy names (``mode``, ``backing``, ...) used for an
-        untagged flavor, e.g. from ``[tlbbalance]`` in nova.conf; when the
-        flavor has no ``tlbbalance:*`` key and no defaults are given, the VM
-        is not managed and None is returned.
+        mapping of names (``mode``, ``backing``, ``tlbi_scope``,
+        ``strict``; None values are ignored), e.g. from ``[tlbbalance]`` in
+        nova.conf, used for the keys the flavor does not set. A flavor
+        without any ``tlbbalance:*`` key is managed only when ``defaults``
+        gives a ``mode``; otherwise None is returned (not managed).
 
         Raises ValueError naming every bad key and its allowed values.
         """
         tagged = es.ours(extra_specs)
-        if not tagged:
-            if not defaults:
-                return None
-            tagged = {'%s:%s' % (es.PREFIX, k): v
-                      for k, v in defaults.items() if v is not None}
-            if not tagged:
-                return None
+        fallback = {'%s:%s' % (es.PREFIX, k): v
+                    for k, v in (defaults or {}).items() if v is not None}
+        if not tagged and es.PREFIX + ':mode' not in fallback:
+            return None
+        merged = dict(fallback)
+        merged.update(tagged)
         errors = []
         values = {}
         params = {}
-        for key in sorted(tagged):
+        for key in sorted(merged):
             try:
                 spec = es.spec(key)
-                value = spec.parse(tagged[key])
+                value = spec.parse(merged[key])
             except ValueError as exc:
-                errors.append(str(exc))
+                where = '' if key in tagged else ' (from the defaults)'
+                errors.append(str(exc) + where)
                 continue
             if spec.param:
                 params[spec.name] = value

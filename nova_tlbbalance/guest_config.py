@@ -1,0 +1,324 @@
+"""Add a tlbbalance policy's settings to a libvirt domain XML.
+
+One code path for the nova driver plugin (:mod:`nova_tlbbalance.driver`,
+which passes nova's finished guest XML through :func:`apply_to_domain_xml`)
+and for ``tlbbalance domain apply`` (plain libvirt XML, no nova).
+
+What is added, never anything else (nova owns placement and pinning):
+
+- ``backing=thp``: ``<memoryBacking>`` with ``<nosharepages/>``,
+  ``<source type='anonymous'/>`` and ``<allocation mode='immediate'/>``
+  (``threads`` = the vCPU count where libvirt supports it); the memory sizes
+  (``<memory>``, ``<currentMemory>``, each NUMA ``<cell>``) are rounded
+  *down* to a whole number of huge pages of the host's PMD size, so the
+  guest never gets more than placement accounted for.
+- ``backing=hugetlbfs``: ``<nosharepages/>``; the ``<hugepages>`` element
+  itself is nova's job (``hw:mem_page_size``) and must be there already.
+- always: ``<metadata>`` gets the ``<tlbbalance:policy>`` element.
+
+Contradictions between the policy and the domain raise
+:class:`PolicyConflict`, naming the flavor keys involved.
+"""
+
+import logging
+import os
+
+from lxml import etree
+
+from nova_tlbbalance import policy as tlbb_policy
+
+LOG = logging.getLogger(__name__)
+
+HPAGE_PMD_SIZE = '/sys/kernel/mm/transparent_hugepage/hpage_pmd_size'
+SYSFS_CPU = '/sys/devices/system/cpu'
+
+# libvirt's canonical order of <memoryBacking> children.
+_MEMBACKING_ORDER = ('hugepages', 'nosharepages', 'locked', 'source',
+                     'access', 'allocation', 'discard')
+
+_UNITS = {
+    'b': 1, 'bytes': 1,
+    'kb': 1000, 'k': 1024, 'kib': 1024,
+    'mb': 1000 ** 2, 'm': 1024 ** 2, 'mib': 1024 ** 2,
+    'gb': 1000 ** 3, 'g': 1024 ** 3, 'gib': 1024 ** 3,
+    'tb': 1000 ** 4, 't': 1024 ** 4, 'tib': 1024 ** 4,
+}
+
+
+class PolicyConflict(ValueError):
+    """The policy contradicts the domain (or the flavor that made it)."""
+
+
+def read_hpage_pmd_kib(path=HPAGE_PMD_SIZE):
+    """The host's PMD (THP) huge page size in KiB, or None if unknown."""
+    try:
+        with open(path) as f:
+            return int(f.read().strip()) // 1024
+    except (OSError, ValueError) as exc:
+        LOG.warning('tlbbalance: cannot read the huge page size from %s: '
+                    '%s', path, exc)
+        return None
+
+
+def cpu_topology(cpu, sysfs_cpu=SYSFS_CPU):
+    """(package, die, cluster) ids of host CPU ``cpu``, or None if unknown.
+
+    Missing die/cluster files (older kernels, no such level) count as one
+    die or cluster per package.
+    """
+    base = os.path.join(sysfs_cpu, 'cpu%d' % cpu, 'topology')
+    ids = []
+    for name, required in (('physical_package_id', True), ('die_id', False),
+                           ('cluster_id', False)):
+        try:
+            with open(os.path.join(base, name)) as f:
+                ids.append(int(f.read().strip()))
+        except (OSError, ValueError):
+            if required:
+                return None
+            ids.append(0)
+    return tuple(ids)
+
+
+def parse_cpuset(text):
+    """libvirt cpuset syntax ("0-3,^2,5") -> set of ints."""
+    cpus = set()
+    excluded = set()
+    for part in str(text).split(','):
+        part = part.strip()
+        if not part:
+            continue
+        target = cpus
+        if part.startswith('^'):
+            target = excluded
+            part = part[1:]
+        try:
+            if '-' in part:
+                lo, hi = part.split('-', 1)
+                target.update(range(int(lo), int(hi) + 1))
+            else:
+                target.add(int(part))
+        except ValueError:
+            raise ValueError('bad cpuset %r' % text) from None
+    return cpus - excluded
+
+
+def _kib(elem):
+    unit = (elem.get('unit') or 'KiB').lower()
+    if unit not in _UNITS:
+        raise ValueError('<%s>: unknown unit %r' % (elem.tag, elem.get('unit')))
+    try:
+        value = int((elem.text if elem.tag != 'cell' else elem.get('memory'))
+                    .strip())
+    except (AttributeError, ValueError):
+        raise ValueError('<%s>: memory size is not an integer' % elem.tag) \
+            from None
+    return value * _UNITS[unit] // 1024
+
+
+def _set_kib(elem, kib):
+    if elem.get('unit') is not None:
+        elem.set('unit', 'KiB')
+    if elem.tag == 'cell':
+        elem.set('memory', str(kib))
+    else:
+        elem.text = str(kib)
+
+
+def _insert_ordered(parent, tag, order, attrib=None):
+    """Get ``parent``'s child ``tag``, creating it in canonical order."""
+    found = parent.find(tag)
+    if found is not None:
+        return found
+    new = etree.Element(tag, attrib or {})
+    rank = order.index(tag)
+    for i, child in enumerate(parent):
+        if child.tag in order and order.index(child.tag) > rank:
+            parent.insert(i, new)
+            return new
+    parent.append(new)
+    return new
+
+
+def _insert_after(root, tag, after):
+    """Get ``root``'s child ``tag``, creating it after the last of ``after``."""
+    found = root.find(tag)
+    if found is not None:
+        return found
+    new = etree.Element(tag)
+    pos = 0
+    for i, child in enumerate(root):
+        if child.tag in after:
+            pos = i + 1
+    root.insert(pos, new)
+    return new
+
+
+def _vcpu_count(root):
+    try:
+        return int(root.findtext('vcpu').strip())
+    except (AttributeError, ValueError):
+        raise ValueError('domain XML has no valid <vcpu> count') from None
+
+
+def _round_memory(root, hp_kib):
+    """Round memory sizes down to whole huge pages of ``hp_kib`` KiB."""
+    mem = root.find('memory')
+    if mem is None:
+        raise ValueError('domain XML has no <memory>')
+    cells = root.findall('./cpu/numa/cell')
+    if cells:
+        total = 0
+        for cell in cells:
+            kib = _kib(cell)
+            rounded = kib // hp_kib * hp_kib
+            if rounded == 0:
+                raise PolicyConflict(
+                    'tlbbalance:backing=thp: NUMA cell %s has %d KiB, less '
+                    'than one huge page (%d KiB); use more memory per '
+                    'hw:numa_mem.N or fewer hw:numa_nodes'
+                    % (cell.get('id'), kib, hp_kib))
+            if rounded != kib:
+                _set_kib(cell, rounded)
+            total += rounded
+    else:
+        kib = _kib(mem)
+        total = kib // hp_kib * hp_kib
+        if total == 0:
+            raise PolicyConflict(
+                'tlbbalance:backing=thp: guest memory %d KiB is less than '
+                'one huge page (%d KiB)' % (kib, hp_kib))
+    if _kib(mem) != total:
+        LOG.info('tlbbalance: guest memory %d KiB rounded down to %d KiB '
+                 '(whole %d KiB huge pages)', _kib(mem), total, hp_kib)
+        _set_kib(mem, total)
+    cur = root.find('currentMemory')
+    if cur is not None:
+        kib = min(_kib(cur), total) // hp_kib * hp_kib or total
+        if kib != _kib(cur):
+            _set_kib(cur, kib)
+
+
+def _check_pinning(root, policy, topology):
+    """tlbi_scope die/cluster: every vCPU pinned to one CPU, one die/cluster.
+
+    nova does the pinning (hw:cpu_policy=dedicated); this only checks it.
+    """
+    nvcpu = _vcpu_count(root)
+    pins = {}
+    for pin in root.findall('./cputune/vcpupin'):
+        try:
+            pins[int(pin.get('vcpu'))] = parse_cpuset(pin.get('cpuset'))
+        except (TypeError, ValueError):
+            raise ValueError('bad <vcpupin vcpu=%r cpuset=%r>'
+                             % (pin.get('vcpu'), pin.get('cpuset'))) from None
+    loose = [v for v in range(nvcpu) if len(pins.get(v, ())) != 1]
+    if loose:
+        raise PolicyConflict(
+            'tlbbalance:tlbi_scope=%s needs hw:cpu_policy=dedicated (every '
+            'vCPU pinned to one host CPU); vCPU(s) %s are not'
+            % (policy.tlbi_scope, ','.join(map(str, loose))))
+    cpus = sorted(set().union(*pins.values())) if pins else []
+    topo = {cpu: topology(cpu) for cpu in cpus}
+    unknown = [c for c, t in topo.items() if t is None]
+    if unknown:
+        LOG.warning('tlbbalance: host CPU(s) %s have no topology in sysfs; '
+                    'cannot check tlbi_scope=%s', unknown, policy.tlbi_scope)
+        return
+    depth = 2 if policy.tlbi_scope == 'die' else 3
+    groups = {t[:depth] for t in topo.values()}
+    if len(groups) > 1:
+        msg = ('tlbbalance:tlbi_scope=%s: the vCPUs are pinned to host CPUs '
+               '%s, which span %d %ss; the TLBI broadcast cannot be scoped. '
+               'Confine hw:cpu_policy=dedicated instances to one %s (e.g. '
+               'hw:numa_nodes=1 with one NUMA node per %s)'
+               % (policy.tlbi_scope, cpus, len(groups), policy.tlbi_scope,
+                  policy.tlbi_scope, policy.tlbi_scope))
+        if policy.strict:
+            raise PolicyConflict(msg + ' (tlbbalance:strict=true)')
+        LOG.warning('%s', msg)
+
+
+def _apply_backing(root, policy, huge_page_kib, allocation_threads):
+    membacking = root.find('memoryBacking')
+    hugepages = membacking is not None and \
+        membacking.find('hugepages') is not None
+    if policy.backing == 'hugetlbfs':
+        if not hugepages:
+            raise PolicyConflict(
+                'tlbbalance:backing=hugetlbfs needs hw:mem_page_size (large '
+                'or a page size): the guest has no <hugepages> memory '
+                'backing')
+        _insert_ordered(membacking, 'nosharepages', _MEMBACKING_ORDER)
+        return
+    # thp
+    if hugepages:
+        raise PolicyConflict(
+            'tlbbalance:backing=thp conflicts with hw:mem_page_size (the '
+            'guest is backed by hugetlbfs pages); use '
+            'tlbbalance:backing=hugetlbfs or drop hw:mem_page_size')
+    if membacking is not None:
+        source = membacking.find('source')
+        if source is not None and source.get('type', 'anonymous') != \
+                'anonymous':
+            raise PolicyConflict(
+                'tlbbalance:backing=thp conflicts with <source type=%r> '
+                'memory (e.g. [libvirt] file_backed_memory in nova.conf); '
+                'THP backing needs anonymous memory' % source.get('type'))
+    if huge_page_kib:
+        _round_memory(root, huge_page_kib)
+    else:
+        LOG.warning('tlbbalance: huge page size unknown; guest memory not '
+                    'rounded to whole huge pages')
+    membacking = _insert_after(root, 'memoryBacking',
+                               ('name', 'uuid', 'title', 'description',
+                                'metadata', 'maxMemory', 'memory',
+                                'currentMemory'))
+    _insert_ordered(membacking, 'nosharepages', _MEMBACKING_ORDER)
+    _insert_ordered(membacking, 'source', _MEMBACKING_ORDER,
+                    {'type': 'anonymous'})
+    alloc = _insert_ordered(membacking, 'allocation', _MEMBACKING_ORDER)
+    alloc.set('mode', 'immediate')
+    if allocation_threads and alloc.get('threads') is None:
+        alloc.set('threads', str(_vcpu_count(root)))
+
+
+def apply_to_domain_xml(xml, policy, huge_page_kib=None,
+                        allocation_threads=False, topology=cpu_topology):
+    """Return ``xml`` (a libvirt domain XML string) with ``policy`` applied.
+
+    ``policy``: a :class:`nova_tlbbalance.policy.Policy`, or None for an
+    unmanaged domain (then ``xml`` is returned unchanged, byte for byte).
+    ``huge_page_kib``: the huge page size guest memory is rounded down to
+    for THP backing (see :func:`read_hpage_pmd_kib`); None skips rounding.
+    ``allocation_threads``: add ``threads=<vCPUs>`` to ``<allocation>``
+    (libvirt >= 8.2.0). ``topology``: cpu -> (package, die, cluster) or
+    None, for the tlbi_scope check.
+
+    Applying twice gives the same result as applying once. Raises
+    PolicyConflict (a ValueError) when the policy contradicts the domain,
+    ValueError for malformed XML.
+    """
+    if policy is None:
+        return xml
+    data = xml.encode('utf-8') if isinstance(xml, str) else xml
+    parser = etree.XMLParser(remove_blank_text=True, resolve_entities=False,
+                             no_network=True)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise ValueError('domain XML: not well-formed: %s' % exc) from None
+    if root.tag != 'domain':
+        raise ValueError('domain XML: root element is <%s>, not <domain>'
+                         % root.tag)
+    if policy.tlbi_scope != 'none':
+        _check_pinning(root, policy, topology)
+    if policy.backing != 'none':
+        _apply_backing(root, policy, huge_page_kib, allocation_threads)
+    metadata = _insert_after(root, 'metadata',
+                             ('name', 'uuid', 'genid', 'title',
+                              'description'))
+    for old in metadata.findall(tlbb_policy.POLICY_TAG):
+        metadata.remove(old)
+    metadata.append(etree.fromstring(policy.to_xml()))
+    return etree.tostring(root, encoding='unicode', pretty_print=True)
