@@ -19,12 +19,15 @@
 #   <dir>/vmlinuz        the bzImage as shipped
 #   <dir>/config         the kernel's .config
 #   <dir>/packages.txt   package=version lines of what was downloaded
-#   <dir>/root/          everything unpacked
+#   <dir>/root/          everything unpacked (modules.dep generated)
 #   <base>/debs/         the .deb files (kept to skip re-downloads)
 #
 # Environment: TLBB_CACHE (default ~/.cache/nova-tlbbalance),
 #              TLBB_KERNEL_REFRESH=1 to re-resolve even when a line is cached.
 set -euo pipefail
+
+# Bump when the cache layout changes: older caches are rebuilt.
+format=2
 
 here=$(cd "$(dirname "$0")" && pwd)
 line=${1:-}
@@ -42,7 +45,8 @@ esac
 
 mkdir -p "$base"
 # Fast path: a completed fetch of this line leaves a <line>.current link.
-if [ -z "${TLBB_KERNEL_REFRESH:-}" ] && [ -f "$base/$line.current/.complete" ]; then
+if [ -z "${TLBB_KERNEL_REFRESH:-}" ] &&
+   [ "$(cat "$base/$line.current/.complete" 2>/dev/null)" = "format $format" ]; then
 	(cd "$base/$line.current" && pwd -P)
 	exit 0
 fi
@@ -60,7 +64,7 @@ case "$abi" in
 esac
 
 dir=$base/$abi
-if [ -f "$dir/.complete" ]; then
+if [ "$(cat "$dir/.complete" 2>/dev/null)" = "format $format" ]; then
 	ln -sfn "$abi" "$base/$line.current"
 	echo "$dir"
 	exit 0
@@ -118,10 +122,18 @@ cp "$tmp/root/boot/vmlinuz-$abi" "$tmp/vmlinuz"
 cp "$tmp/root/boot/config-$abi" "$tmp/config"
 python3 "$here/extract-vmlinux.py" "$tmp/vmlinuz" "$tmp/vmlinux" >&2
 
+# modules.dep and friends (depmod runs at install time normally), and a
+# build link that points at these headers instead of /usr/src.
+depmod -b "$tmp/root" "$abi" ||
+	die "depmod failed for $abi"
+ln -sfn "../../../usr/src/linux-headers-$abi" "$tmp/root/lib/modules/$abi/build"
+ln -sfn "../../../usr/src/$(basename "$(readlink "$tmp/root/lib/modules/$abi/source")")" \
+	"$tmp/root/lib/modules/$abi/source"
+
 echo "$abi" >"$tmp/abi"
 ln -s "root/usr/src/linux-headers-$abi" "$tmp/headers"
 ln -s "root/lib/modules/$abi" "$tmp/modules"
-date -u +%FT%TZ >"$tmp/.complete"
+echo "format $format" >"$tmp/.complete"
 rm -rf "$dir"
 mv "$tmp" "$dir"
 trap - EXIT
