@@ -9,6 +9,10 @@ import importlib
 import sys
 
 COMMANDS = (
+    'status',
+    'verify',
+    'domain',
+    'exporter',
 )
 
 

@@ -1,0 +1,80 @@
+"""``tlbbalance status``: what every running VM gets from huge pages."""
+
+import json
+
+from nova_tlbbalance.cli import _common
+from nova_tlbbalance.probes import vmreport
+
+COLUMNS = ('NAME', 'POLICY', 'BACKING', 'HUGE', 'ALIGNED', 'STAGE2',
+           'VCPUS->CPUS', 'DIES/CL', 'MODULE')
+
+
+def register(sub):
+    p = sub.add_parser('status', help='huge-page facts of every running VM')
+    _common.add_source_options(p)
+    p.add_argument('--json', action='store_true', help='machine-readable')
+    p.set_defaults(func=run)
+
+
+def _fmt_stage2(s2):
+    if isinstance(s2, dict):
+        return ' '.join('%s=%s' % kv for kv in sorted(s2.items()))
+    return s2 or '-'
+
+
+def _fmt_module(rep):
+    mod = rep.get('module') or {}
+    if mod.get('registered'):
+        st = mod['status']
+        return '%s %s/%s' % (st.get('state', '?'), st.get('huge_pages', '?'),
+                             st.get('huge_limit', '?'))
+    if not rep.get('managed'):
+        return '-'
+    return 'unregistered'
+
+
+def row(rep):
+    pol = rep.get('policy')
+    cov = rep.get('coverage')
+    return (
+        rep['name'],
+        '%s/%s/%s' % (pol['mode'], pol['backing'], pol['tlbi_scope'])
+        if pol else 'unmanaged',
+        rep.get('backing', '?'),
+        '%.1f%%' % (100 * cov['coverage']) if cov else '?',
+        ('yes' if rep['aligned'] else 'NO') if 'aligned' in rep else '?',
+        _fmt_stage2(rep.get('stage2')),
+        '%d->%s' % (len(rep.get('vcpus', [])), rep.get('cpus_allowed', '?')),
+        '%s/%s' % (rep.get('dies', '?'), rep.get('clusters', '?')),
+        _fmt_module(rep),
+    )
+
+
+def table(host, reps):
+    rows = [COLUMNS] + [row(r) for r in reps]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(COLUMNS))]
+    lines = ['host: THP %s, PMD %d KiB, %d CPUs in %d die(s) / %d '
+             'cluster(s), DVMBM %s (%s), module %s'
+             % (host['thp'], host['hpage_pmd_size'] // 1024, host['cpus'],
+                host['dies'], host['clusters'],
+                'enabled' if host['dvmbm']['enabled'] else 'off',
+                host['dvmbm']['source'],
+                'loaded' if host['module']['loaded'] else
+                'NOT loaded (%s absent)' % host['module']['configfs'])]
+    for r in rows:
+        lines.append('  '.join(str(c).ljust(w)
+                               for c, w in zip(r, widths)).rstrip())
+    for rep in reps:
+        for e in rep.get('errors', []):
+            lines.append('%s: %s' % (rep['name'], e))
+    return '\n'.join(lines)
+
+
+def run(args):
+    host, reps = _common.collect(args)
+    if args.json:
+        print(json.dumps({'host': vmreport.public(host), 'vms': reps},
+                         indent=2, sort_keys=True))
+    else:
+        print(table(host, reps))
+    return 0

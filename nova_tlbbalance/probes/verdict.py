@@ -1,0 +1,51 @@
+"""Is a tagged VM what its flavor asked for? (``tlbbalance verify``)"""
+
+DEFAULT_MIN_COVERAGE = 0.95
+
+
+def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True):
+    """[reason] why the VM in report ``rep`` is not as its policy asks;
+    [] when it is, or when it is not managed by tlbbalance at all."""
+    pol = rep.get('policy')
+    if not rep.get('managed') or pol is None:
+        return []
+    out = ['cannot inspect: %s' % e for e in rep.get('errors', [])]
+    if pol['backing'] != 'none':
+        for r in rep.get('ranges', []):
+            if r['misalignment']:
+                out.append('misaligned: RAM block %s GPA 0x%x at HVA 0x%x '
+                           'is off by 0x%x modulo the %d KiB huge page'
+                           % (r['block'], r['gpa'], r.get('gpa2hva', r['hva']),
+                              r['misalignment'], rep['page_size'] // 1024))
+            if 'gpa2hva' in r and r['gpa2hva'] != r['hva']:
+                out.append('RAM block %s: QEMU maps GPA 0x%x at 0x%x, not at '
+                           '0x%x as read from /proc/<pid>/maps (the hook '
+                           'registers the latter)'
+                           % (r['block'], r['gpa'], r['gpa2hva'], r['hva']))
+        cov = rep.get('coverage')
+        if cov is not None and cov['coverage'] < min_coverage:
+            out.append('under-covered: %.1f %% of guest RAM is on huge pages '
+                       '(%s), below %.1f %%'
+                       % (100 * cov['coverage'],
+                          'AnonHugePages' if pol['backing'] == 'thp'
+                          else 'hugetlb', 100 * min_coverage))
+        if pol['backing'] == 'hugetlbfs' and \
+                not rep.get('backing', '').startswith('hugetlbfs'):
+            out.append('backing=hugetlbfs asked, domain is backed by %s'
+                       % rep.get('backing'))
+    scope = pol['tlbi_scope']
+    if scope in ('die', 'cluster'):
+        count = rep.get('dies' if scope == 'die' else 'clusters', 0)
+        if count > 1:
+            out.append('scope wider than asked: tlbi_scope=%s but the vCPUs '
+                       'may run on CPUs %s (%d %ss)'
+                       % (scope, rep.get('cpus_allowed'), count, scope))
+    for v in rep.get('vcpus', []):
+        if not v['matches_pin']:
+            out.append('vCPU %s (thread %d) may run on CPUs %s, pinned to %s'
+                       % (v['vcpu'], v['tid'], v['affinity'], v['pinned']))
+    mod = rep.get('module') or {}
+    if pol['mode'] != 'off' and need_module and not mod.get('registered'):
+        out.append('not registered with the tlbbalance module: %s'
+                   % mod.get('reason', 'unknown'))
+    return out

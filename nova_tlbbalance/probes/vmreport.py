@@ -1,0 +1,216 @@
+"""Everything ``tlbbalance status``/``verify``/``exporter`` know of a VM.
+
+:func:`host_facts` once per run, :func:`vm_report` per running domain; both
+return plain dicts (the ``--json`` output). A fact that cannot be read is
+reported as such (``error`` keys), never guessed.
+"""
+
+import os
+
+from nova_tlbbalance import modclient
+from nova_tlbbalance import policy as policy_mod
+from nova_tlbbalance.probes import domxml
+from nova_tlbbalance.probes import memmap
+from nova_tlbbalance.probes import proc
+from nova_tlbbalance.probes import topology
+
+STAGE2_KEYS = ('pages_4k', 'pages_2m', 'pages_1g', 'pages', 'hugepages')
+
+
+class Roots:
+    """Where /proc, /sys and libvirt's run dir are (tests move them)."""
+
+    def __init__(self, proc='/proc', sys='/sys',
+                 run_dir='/run/libvirt/qemu', configfs=None):
+        self.proc = proc
+        self.sys = sys
+        self.run_dir = run_dir
+        self.configfs = configfs
+
+
+def host_facts(roots, client):
+    topo = topology.cpu_topology(roots.sys)
+    return {
+        'thp': proc.thp_mode(roots.sys),
+        'hpage_pmd_size': proc.hpage_pmd_size(roots.sys),
+        'cpus': len(topo),
+        'dies': topology.span(topo, topo)['dies'],
+        'clusters': topology.span(topo, topo)['clusters'],
+        'dvmbm': topology.dvmbm(roots.proc, roots.sys),
+        'module': {'loaded': client.present(), 'configfs': client.root},
+        '_topology': topo,
+    }
+
+
+def describe_backing(dom):
+    if dom.uses_hugetlbfs:
+        sizes = sorted({s for s, _ in dom.hugepages if s})
+        return 'hugetlbfs' + (' %s' % ','.join(
+            '%dK' % (s // 1024) for s in sizes) if sizes else '')
+    kind = dom.source_type or 'anonymous'
+    return kind + (' immediate' if dom.allocation == 'immediate' else '')
+
+
+def vm_report(name, xml, host, roots, client, monitor=None):
+    """The report of one running domain; ``monitor`` (a
+    libvirt_conn.Monitor) adds gpa2hva cross-checks and stage-2 stats."""
+    rep = {'name': name, 'errors': []}
+    try:
+        dom = domxml.parse(xml)
+    except ValueError as exc:
+        rep['errors'].append(str(exc))
+        return rep
+    rep.update(uuid=dom.uuid, virt_type=dom.virt_type, machine=dom.machine,
+               memory=dom.memory, backing=describe_backing(dom))
+    try:
+        pol = policy_mod.Policy.from_domain_xml(xml)
+    except ValueError as exc:
+        pol = None
+        rep['errors'].append('policy: %s' % exc)
+    rep['managed'] = pol is not None
+    rep['policy'] = None if pol is None else {
+        'mode': pol.mode, 'backing': pol.backing,
+        'tlbi_scope': pol.tlbi_scope, 'strict': pol.strict,
+        'params': dict(pol.params)}
+    try:
+        pid = proc.qemu_pid(name, roots.run_dir)
+    except LookupError as exc:
+        rep['errors'].append(str(exc))
+        return rep
+    rep['pid'] = pid
+    _memory(rep, dom, pid, host, roots, monitor)
+    _vcpus(rep, dom, pid, host, roots)
+    _stage2(rep, dom, monitor)
+    _module(rep, dom, pid, client)
+    return rep
+
+
+def _memory(rep, dom, pid, host, roots, monitor):
+    try:
+        blocks, ranges = memmap.guest_ram(dom, pid, roots.proc)
+    except (ValueError, OSError) as exc:
+        rep['errors'].append('guest RAM: %s' % exc)
+        rep['ranges'] = []
+        return
+    if dom.uses_hugetlbfs:
+        page = max([s for s, _ in dom.hugepages if s] or
+                   [proc.default_hugepage_size(roots.proc)])
+    else:
+        page = host['hpage_pmd_size']
+    rep['page_size'] = page
+    rep['ranges'] = []
+    for r in ranges:
+        item = {'block': r.block, 'gpa': r.gpa, 'hva': r.hva,
+                'length': r.length, 'misalignment': r.misalignment(page),
+                'ambiguous': any(b.ambiguous for b in blocks
+                                 if b.id == r.block)}
+        if monitor is not None:
+            try:
+                got = monitor.gpa2hva(r.gpa)
+            except Exception as exc:    # monitor busy, QEMU gone...
+                got = None
+                rep['errors'].append('gpa2hva 0x%x: %s' % (r.gpa, exc))
+            if got is not None:
+                item['gpa2hva'] = got[0]
+                item['gpa2hva_region'] = got[1]
+                # QEMU's answer is authoritative for the alignment
+                item['misalignment'] = (got[0] - r.gpa) % page
+        rep['ranges'].append(item)
+    rep['aligned'] = all(i['misalignment'] == 0 for i in rep['ranges'])
+    try:
+        cov = proc.smaps_huge(pid, [(b.hva, b.size) for b in blocks],
+                              roots.proc)
+    except OSError as exc:
+        rep['errors'].append('smaps: %s' % exc)
+        return
+    rep['coverage'] = cov
+
+
+def _vcpus(rep, dom, pid, host, roots):
+    topo = host['_topology']
+    try:
+        threads = proc.vcpu_threads(pid, roots.proc)
+    except OSError as exc:
+        rep['errors'].append('vCPU threads: %s' % exc)
+        return
+    vcpus = []
+    allowed = set()
+    for idx, tid, accel in threads:
+        try:
+            aff = proc.affinity(tid)
+        except OSError:
+            continue
+        allowed.update(aff)
+        pinned = dom.vcpupin.get(idx, dom.vcpu_cpuset or None)
+        vcpus.append({'vcpu': idx, 'tid': tid, 'accel': accel,
+                      'affinity': domxml.format_cpuset(aff),
+                      'pinned': domxml.format_cpuset(pinned)
+                      if pinned else None,
+                      'matches_pin': (pinned is None or
+                                      tuple(pinned) == tuple(aff))})
+    rep['vcpus'] = vcpus
+    rep['accel'] = threads[0][2] if threads else None
+    rep['cpus_allowed'] = domxml.format_cpuset(allowed)
+    rep.update(topology.span(allowed, topo))
+
+
+def _stage2(rep, dom, monitor):
+    if rep.get('accel') == 'TCG' or dom.virt_type == 'qemu':
+        rep['stage2'] = 'n/a (TCG)'
+        return
+    if monitor is None:
+        rep['stage2'] = 'n/a (no monitor access)'
+        return
+    try:
+        stats = monitor.vm_stats()
+    except Exception as exc:
+        rep['stage2'] = 'n/a (query-stats: %s)' % exc
+        return
+    found = {k: stats[k] for k in STAGE2_KEYS if k in stats}
+    rep['stage2'] = found or 'n/a (KVM reports no page-size stats)'
+
+
+def _module(rep, dom, pid, client):
+    if not client.present():
+        rep['module'] = {'registered': False, 'reason': 'module not loaded'}
+        return
+    try:
+        vm = modclient.vm_dir_name(dom.name, dom.uuid)
+    except ValueError as exc:
+        rep['module'] = {'registered': False, 'reason': str(exc)}
+        return
+    st = client.status(vm)
+    if st is None:
+        rep['module'] = {'registered': False, 'dir': vm,
+                         'reason': 'no directory %s' % vm}
+        return
+    ok = st.get('pid') == str(pid)
+    rep['module'] = {'registered': ok, 'dir': vm, 'status': st}
+    if not ok:
+        rep['module']['reason'] = ('registered pid %s is not QEMU pid %d'
+                                   % (st.get('pid'), pid))
+
+
+def collect(roots=None, uri=None, monitor=True, conn=None):
+    """(host facts, [vm report]) for every running domain."""
+    from nova_tlbbalance.probes import libvirt_conn
+    roots = roots or Roots(configfs=os.environ.get(modclient.ENV_ROOT))
+    client = modclient.Client(roots.configfs)
+    host = host_facts(roots, client)
+    own = conn is None
+    if own:
+        conn = libvirt_conn.Connection(uri or libvirt_conn.DEFAULT_URI)
+    try:
+        reps = []
+        for name, xml, dom in conn.running():
+            mon = conn.monitor(dom) if monitor else None
+            reps.append(vm_report(name, xml, host, roots, client, mon))
+    finally:
+        if own:
+            conn.close()
+    return host, reps
+
+
+def public(host):
+    """Host facts without the internal topology table."""
+    return {k: v for k, v in host.items() if not k.startswith('_')}
