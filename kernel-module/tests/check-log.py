@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Judge one kernel's test run from its serial console log.
+
+Usage: check-log.py <console.log> <label> <qemu-exit-status>
+
+Counts the in-guest tests' "ok"/"not ok" lines between the markers
+guest-init.sh prints, and adds the harness's own checks, each one line:
+  - every test that began also ended (no hang or panic in the middle),
+  - the guest printed its summary and it agrees with the host's count,
+  - QEMU ended through isa-debug-exit with the guest's verdict (33 = pass),
+  - the kernel log holds no BUG/WARNING/Oops/KASAN/panic/Call Trace line.
+Prints "<label>: N passed, N failed" last; exits 1 on any failure.
+"""
+
+import re
+import sys
+
+BAD = re.compile(r'BUG:|WARNING:|Oops|KASAN|UBSAN|Kernel panic|Call Trace|'
+                 r'general protection fault|kernel BUG|'
+                 r'rcu: INFO: .*detected stalls|INFO: task .* blocked for|'
+                 r'unreferenced object|Unable to handle kernel')
+BEGIN = re.compile(r'^TLBB-TEST-BEGIN (\S+)')
+END = re.compile(r'^TLBB-TEST-END (\S+) rc=(\d+) ok=(\d+) notok=(\d+)')
+SUMMARY = re.compile(r'^TLBB-SUMMARY passed=(\d+) failed=(\d+)')
+# A kernel line on the console: "[   12.345678] text".
+STAMP = re.compile(r'^\[\s*\d+\.\d+\] ')
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit('usage: check-log.py <console.log> <label> <qemu-status>')
+    path, label, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with open(path, errors='replace') as f:
+        lines = [ln.rstrip('\r\n').replace('\r', '') for ln in f]
+
+    passed = failed = 0
+    current = None
+    per_test = {}
+    guest = None
+    bad = []
+    for ln in lines:
+        if BAD.search(ln):
+            bad.append(ln)
+        m = BEGIN.match(ln)
+        if m:
+            current = m.group(1)
+            per_test[current] = [0, 0, None]
+            continue
+        m = END.match(ln)
+        if m and current == m.group(1):
+            rc, ok, notok = (int(x) for x in m.group(2, 3, 4))
+            counted = per_test[current]
+            # The guest adds a failure for a silent non-zero exit.
+            counted[1] = max(counted[1], notok)
+            counted[2] = rc
+            current = None
+            continue
+        m = SUMMARY.match(ln)
+        if m:
+            guest = (int(m.group(1)), int(m.group(2)))
+            continue
+        if current and not STAMP.match(ln):
+            if ln.startswith('ok '):
+                per_test[current][0] += 1
+            elif ln.startswith('not ok '):
+                per_test[current][1] += 1
+
+    for name, (ok, notok, rc) in per_test.items():
+        passed += ok
+        failed += notok
+        if rc is None:
+            print('not ok - %s: %s never ended (hang, panic or reboot)'
+                  % (label, name))
+            failed += 1
+
+    def harness(cond, what):
+        nonlocal passed, failed
+        print('%s - %s: %s' % ('ok' if cond else 'not ok', label, what))
+        if cond:
+            passed += 1
+        else:
+            failed += 1
+
+    counted = (sum(v[0] for v in per_test.values()),
+               sum(v[1] for v in per_test.values()))
+    harness(guest is not None and guest == counted,
+            'guest summary %s matches the console count %s'
+            % (guest, counted))
+    harness(status == 33,
+            'QEMU exit status %d (33: guest reported success)' % status)
+    harness(not bad, 'kernel log free of BUG/WARNING/Oops/KASAN/panic/'
+            'Call Trace (%d bad lines)' % len(bad))
+    for ln in bad[:20]:
+        print('#   ' + ln)
+    print('%s: %d passed, %d failed' % (label, passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

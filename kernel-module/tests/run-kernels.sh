@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run-kernels.sh: build tlbbalance.ko for each Debian kernel line, boot each
+# kernel under QEMU TCG with a busybox initramfs holding the module, the KVM
+# modules and the in-guest tests (guest/t_*.c built static, guest/t_*.sh),
+# run them and judge the console log.  `make -C kernel-module test-kernels`
+# and `tox -e kmod` call this.  See docs/kernel-tests.md.
+#
+# Prints "<kernel>: N passed, N failed" per kernel, the elapsed time of each,
+# and "total: N passed, N failed"; exits non-zero on any failure.
+#
+# Environment:
+#   TLBB_KERNELS        kernel lines to test (default "6.1 6.12")
+#   TLBB_TESTS          only these tests, e.g. "t_kvm_stage2" (default all)
+#   TLBB_TEST_TIMEOUT   seconds per test unless the source says
+#                       "tlbb-test-timeout: N" (default 240)
+#   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480)
+#   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2)
+#   TLBB_VERBOSE=1      echo the whole console, not just the test lines
+#   TLBB_OUT            output dir (default <repo>/out/kmod)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+kmod=$(cd "$here/.." && pwd)
+top=$(cd "$kmod/.." && pwd)
+out=${TLBB_OUT:-$top/out/kmod}
+kernels=${TLBB_KERNELS:-"6.1 6.12"}
+test_timeout=${TLBB_TEST_TIMEOUT:-240}
+boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
+mem=${TLBB_QEMU_MEM:-2G}
+smp=${TLBB_QEMU_SMP:-2}
+CC=${CC:-gcc}
+CFLAGS="-static -O2 -g -Wall -Wextra -Werror -std=gnu11"
+
+say() { echo "run-kernels: $*"; }
+
+mkdir -p "$out"
+t_all=$(date +%s)
+total_pass=0
+total_fail=0
+results=()
+
+# --- in-guest tests: built once, they do not depend on the kernel ---------
+build_tests() {
+	local dir=$out/tests src name t0 ok=0 bad=0
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	t0=$(date +%s)
+	for src in "$here"/guest/t_*.c "$here"/guest/t_*.sh; do
+		[ -e "$src" ] || continue
+		name=$(basename "$src")
+		name=${name%.c}
+		name=${name%.sh}
+		if [ -n "${TLBB_TESTS:-}" ] &&
+		   ! echo " $TLBB_TESTS " | grep -q " $name "; then
+			continue
+		fi
+		case "$src" in
+		*.c)
+			# shellcheck disable=SC2086
+			if ! $CC $CFLAGS -I"$here/lib" -I"$kmod/core" \
+				-o "$dir/$name" "$src" "$here"/lib/*.c \
+				>"$dir/$name.build.log" 2>&1; then
+				cat "$dir/$name.build.log"
+				say "not ok - build $name"
+				bad=$((bad + 1))
+				continue
+			fi
+			;;
+		*.sh) cp "$src" "$dir/$name.sh" ;;
+		esac
+		timeout=$(sed -n 's/.*tlbb-test-timeout: *\([0-9]\+\).*/\1/p' \
+			"$src" | head -n 1)
+		[ -n "$timeout" ] && echo "$timeout" >"$dir/$name.timeout"
+		ok=$((ok + 1))
+	done
+	rm -f "$dir"/*.build.log
+	echo "$test_timeout" >"$dir/.default-timeout"	# read by guest-init.sh
+	say "built $ok in-guest tests ($bad failed) in $(($(date +%s) - t0)) s"
+	return "$bad"
+}
+
+# --- tlbbalance.ko for one kernel: W=1, any warning fails -----------------
+build_module() {	# kernel-dir, out-dir; sets $ko
+	local kdir=$1 dir=$2/module log=$2/module-build.log
+	ko=
+	if [ ! -f "$kmod/Kbuild" ] && ! grep -qs 'obj-m' "$kmod/Makefile"; then
+		say "no kernel-module/Kbuild yet: testing without tlbbalance.ko"
+		return 0
+	fi
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	# A private copy per kernel so 6.1 and 6.12 objects never mix.
+	tar -C "$kmod" --exclude=./tests --exclude='*.o' --exclude='*.ko' \
+		--exclude='.*.cmd' -cf - . | tar -C "$dir" -xf -
+	if ! make -C "$dir" KDIR="$kdir/headers" W=1 >"$log" 2>&1; then
+		tail -n 40 "$log"
+		say "not ok - module build failed for $(cat "$kdir/abi") ($log)"
+		return 1
+	fi
+	if grep -Ei '(warning|error):' "$log"; then
+		say "not ok - module build warnings for $(cat "$kdir/abi") ($log)"
+		return 1
+	fi
+	ko=$(find "$dir" -name tlbbalance.ko | head -n 1)
+	if [ -z "$ko" ]; then
+		say "not ok - make succeeded but built no tlbbalance.ko"
+		return 1
+	fi
+	say "ok - tlbbalance.ko built with W=1, no warnings"
+	return 0
+}
+
+# --- one kernel ------------------------------------------------------------
+run_kernel() {	# line
+	local line=$1 kdir abi dir t0 status pass=0 fail=0 summary
+	t0=$(date +%s)
+	kdir=$("$top/tools/kernels/fetch.sh" "$line") || {
+		say "not ok - fetch kernel $line"
+		results+=("$line: 0 passed, 1 failed (kernel fetch failed)")
+		total_fail=$((total_fail + 1))
+		return
+	}
+	abi=$(cat "$kdir/abi")
+	dir=$out/$abi
+	mkdir -p "$dir"
+	say "== kernel $line ($abi)"
+	if build_module "$kdir" "$dir"; then
+		[ -n "$ko" ] && pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		ko=
+	fi
+	if ! "$here/mkinitramfs.sh" "$kdir" "$dir/initramfs.cpio" \
+		"$out/tests" "$ko"; then
+		say "not ok - initramfs for $abi"
+		results+=("$line: $pass passed, $((fail + 1)) failed ($abi)")
+		total_pass=$((total_pass + pass))
+		total_fail=$((total_fail + fail + 1))
+		return
+	fi
+	say "booting $abi under QEMU TCG (-cpu max, $mem, $smp cpus)"
+	# PVH boot of the ELF vmlinux; the guest ends QEMU via isa-debug-exit.
+	timeout -k 10 "$boot_timeout" qemu-system-x86_64 \
+		-accel tcg -cpu max -m "$mem" -smp "$smp" \
+		-kernel "$kdir/vmlinux" -initrd "$dir/initramfs.cpio" \
+		-append "console=ttyS0 loglevel=5 panic=-1 rdinit=/init" \
+		-display none -monitor none -serial stdio -no-reboot \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-nodefaults </dev/null 2>&1 |
+		tee "$dir/console.log" |
+		if [ -n "${TLBB_VERBOSE:-}" ]; then cat; else
+			grep --line-buffered -E \
+			'^(ok |not ok |# |Bail|TLBB-TEST|TLBB-SUMMARY)|BUG:|WARNING:|Oops|Kernel panic'
+		fi
+	status=${PIPESTATUS[0]}
+	[ "$status" = 124 ] && say "not ok - $abi: no result within ${boot_timeout}s (hang)"
+	summary=$(python3 "$here/check-log.py" "$dir/console.log" "$line" "$status")
+	# Its own count line is folded into ours below: print the rest.
+	echo "$summary" | sed '$d' | grep -v '^ok '
+	summary=$(echo "$summary" | tail -n 1)
+	# "<abi>: N passed, N failed" from the log, plus the module build.
+	local p f
+	p=$(echo "$summary" | sed -n 's/.*: \([0-9]\+\) passed, \([0-9]\+\) failed$/\1/p')
+	f=$(echo "$summary" | sed -n 's/.*: \([0-9]\+\) passed, \([0-9]\+\) failed$/\2/p')
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-1}))
+	say "$line: elapsed $(($(date +%s) - t0)) s (fetch, build, boot, tests)"
+	results+=("$line: $pass passed, $fail failed ($abi, $(($(date +%s) - t0)) s)")
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+}
+
+build_tests
+total_fail=$((total_fail + $?))
+for line in $kernels; do
+	run_kernel "$line"
+done
+say "== results (console logs in $out/<kernel>/console.log)"
+for r in "${results[@]}"; do
+	echo "$r"
+done
+echo "total: $total_pass passed, $total_fail failed ($(($(date +%s) - t_all)) s)"
+[ "$total_fail" = 0 ] && [ "$total_pass" -gt 0 ]
