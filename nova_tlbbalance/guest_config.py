@@ -49,8 +49,9 @@ class PolicyConflict(ValueError):
     """The policy contradicts the domain (or the flavor that made it)."""
 
 
-def read_hpage_pmd_kib(path=HPAGE_PMD_SIZE):
+def read_hpage_pmd_kib(path=None):
     """The host's PMD (THP) huge page size in KiB, or None if unknown."""
+    path = path or HPAGE_PMD_SIZE
     try:
         with open(path) as f:
             return int(f.read().strip()) // 1024
@@ -60,13 +61,13 @@ def read_hpage_pmd_kib(path=HPAGE_PMD_SIZE):
         return None
 
 
-def cpu_topology(cpu, sysfs_cpu=SYSFS_CPU):
+def cpu_topology(cpu, sysfs_cpu=None):
     """(package, die, cluster) ids of host CPU ``cpu``, or None if unknown.
 
     Missing die/cluster files (older kernels, no such level) count as one
     die or cluster per package.
     """
-    base = os.path.join(sysfs_cpu, 'cpu%d' % cpu, 'topology')
+    base = os.path.join(sysfs_cpu or SYSFS_CPU, 'cpu%d' % cpu, 'topology')
     ids = []
     for name, required in (('physical_package_id', True), ('die_id', False),
                            ('cluster_id', False)):
