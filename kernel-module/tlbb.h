@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tlbbalance.ko: shared declarations of the module's parts.
+ *
+ *   tlbb_main.c         init/exit, module parameters, workqueue, slab cache
+ *   tlbb_configfs.c     the configfs interface (parsing, errnos) only
+ *   tlbb_vm.c           the VM object: lifecycle, locking, the per-VM tick
+ *   tlbb_thp.c          the THP limiter: count, split, hold, release
+ *   tlbb_counter*.c     refill counting backends (PMU, injection)
+ *   tlbb_debugfs.c      debugfs: injection file and tick cost counters
+ *   core/tlbb_ctrl.c    the pure controller (not part of this layer)
+ */
+#ifndef TLBB_H
+#define TLBB_H
+
+#include <linux/cpumask.h>
+#include <linux/configfs.h>
+#include <linux/list.h>
+#include <linux/mmu_notifier.h>
+#include <linux/mutex.h>
+#include <linux/workqueue.h>
+
+#include "core/tlbb_ctrl.h"
+
+#define TLBB_NAME_MAX		64
+#define TLBB_MAX_RANGES		64
+#define TLBB_MAX_VCPUS		1024
+/* Largest injected rate, refills per second (far above any real TLB). */
+#define TLBB_INJECT_MAX_RATE	1000000000000ULL
+
+enum tlbb_mode { TLBB_MODE_OFF, TLBB_MODE_MONITOR, TLBB_MODE_BALANCE };
+
+struct tlbb_range {
+	unsigned long hva, len;
+	u64 gpa;
+};
+
+struct tlbb_vm;
+
+/* A refill counting backend, attached to a VM while it is monitored. */
+struct tlbb_counter_ops {
+	const char *name;
+	/* Set up for vm->vcpus; 0 or -errno with vm->backend_desc explained. */
+	int (*start)(struct tlbb_vm *vm);
+	/* Refills since the last read (or since start). */
+	void (*read)(struct tlbb_vm *vm, u64 *huge, u64 *small);
+	void (*stop)(struct tlbb_vm *vm);
+};
+
+/* A VMA span on which the limiter set VM_NOHUGEPAGE. */
+struct tlbb_held_vma {
+	unsigned long start, end;
+};
+
+#define TLBB_MAX_HELD		128
+
+/* The THP limiter's per-VM state (tlbb_thp.c). */
+struct tlbb_limiter {
+	struct tlbb_held_vma *held;	/* NULL: no hold in force */
+	unsigned int nr_held;
+	u64 splits;		/* huge PMDs split since the pid was set */
+	u64 restores;		/* limit raises since the pid was set */
+	int last_err;		/* last error seen while enforcing, or 0 */
+};
+
+struct tlbb_vm {
+	struct config_group group;
+	struct list_head node;		/* tlbb_vms, under tlbb_vms_lock */
+	struct mutex lock;		/* everything below */
+
+	struct pid *pid;		/* QEMU process, NULL = none */
+	struct mm_struct *mm;		/* notifier registered (mmgrab held) */
+	struct mmu_notifier mn;
+	bool exited;			/* the process has gone */
+	bool released;			/* notifier release seen (any ctx) */
+	bool detaching;			/* we unregister: ignore release */
+	bool dying;			/* rmdir in progress */
+	struct work_struct exit_work;
+	struct delayed_work tick_work;
+
+	struct pid **vcpus;		/* nr_vcpus references */
+	unsigned int nr_vcpus;
+	struct tlbb_range ranges[TLBB_MAX_RANGES];
+	unsigned int nr_ranges;
+
+	enum tlbb_mode mode;
+	struct tlbb_params params;
+	struct tlbb_ctrl ctrl;
+	struct tlbb_limiter lim;
+
+	/* Counting backend. */
+	const struct tlbb_counter_ops *backend;	/* NULL: unavailable */
+	char backend_desc[96];
+	void *backend_priv;
+	bool inject;			/* injection replaces the backend */
+	u64 inject_huge, inject_small;	/* refills per second */
+
+	/* Last tick, for the read-only attributes. */
+	u64 huge_pages;
+	u64 refills_huge, refills_small;
+	u64 refills_huge_total, refills_small_total;
+	u64 ticks;			/* controller ticks since pid write */
+	cpumask_var_t cpus_allowed, cpus_ran;
+
+	char name[TLBB_NAME_MAX + 1];	/* usercopy region of the slab */
+};
+
+static inline struct tlbb_vm *to_tlbb_vm(struct config_item *item)
+{
+	return container_of(to_config_group(item), struct tlbb_vm, group);
+}
+
+/* tlbb_main.c */
+extern bool tlbb_allow_inject;
+extern struct workqueue_struct *tlbb_wq;
+extern struct kmem_cache *tlbb_vm_cache;
+extern struct mutex tlbb_vms_lock;
+extern struct list_head tlbb_vms;
+extern atomic_t tlbb_nr_vms;
+
+/* tlbb_configfs.c */
+int tlbb_configfs_init(void);
+void tlbb_configfs_exit(void);
+
+/* tlbb_vm.c */
+struct tlbb_vm *tlbb_vm_create(const char *name);
+void tlbb_vm_drop(struct tlbb_vm *vm);
+void tlbb_vm_free(struct tlbb_vm *vm);
+int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr);
+int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
+		      bool append);
+int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
+		       unsigned int n);
+int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode);
+int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val);
+int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small);
+const char *tlbb_mode_name(enum tlbb_mode mode);
+const char *tlbb_vm_state_name(struct tlbb_vm *vm);
+
+/* tlbb_thp.c */
+u64 tlbb_thp_total_pages(const struct tlbb_range *r, unsigned int n);
+int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
+			  unsigned int n);
+u64 tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm);
+void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit);
+void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm);
+void tlbb_thp_forget(struct tlbb_vm *vm);
+
+/* tlbb_counter.c */
+void tlbb_counter_start(struct tlbb_vm *vm);
+bool tlbb_counter_read(struct tlbb_vm *vm, u64 *huge, u64 *small);
+void tlbb_counter_stop(struct tlbb_vm *vm);
+extern const struct tlbb_counter_ops tlbb_counter_pmu_ops;
+
+/* tlbb_debugfs.c */
+int tlbb_debugfs_init(void);
+void tlbb_debugfs_exit(void);
+void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns);
+
+#endif /* TLBB_H */

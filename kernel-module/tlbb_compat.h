@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Differences between the kernels the module supports (6.1 .. 6.12), kept in
+ * one place so the rest of the module reads like current kernel code.
+ */
+#ifndef TLBB_COMPAT_H
+#define TLBB_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/version.h>
+
+/* 6.3 made vm_flags private: writes go through vm_flags_set()/_clear(). */
+static inline void tlbb_vma_set_flags(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void tlbb_vma_clear_flags(struct vm_area_struct *vma,
+					unsigned long flags)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
+/*
+ * Split the huge PMD mapping @addr in @mm (mmap lock held for reading):
+ * get_user_pages_remote() with FOLL_SPLIT_PMD and no page array. 6.5
+ * dropped the vmas argument.
+ */
+static inline long tlbb_gup_split_pmd(struct mm_struct *mm, unsigned long addr)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	return get_user_pages_remote(mm, addr, 1, FOLL_SPLIT_PMD, NULL, NULL);
+#else
+	return get_user_pages_remote(mm, addr, 1, FOLL_SPLIT_PMD, NULL, NULL,
+				     NULL);
+#endif
+}
+
+/* 6.4 added pmdp_get(); plain READ_ONCE before. */
+static inline pmd_t tlbb_pmd_read(pmd_t *pmdp)
+{
+	return READ_ONCE(*pmdp);
+}
+
+#endif /* TLBB_COMPAT_H */

@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The configfs interface: /sys/kernel/config/tlbbalance/ (see
+ * docs/kernel-module.md). Parsing, permission checks and formatting only;
+ * the VM layer (tlbb_vm.c) validates against the process and applies.
+ *
+ * One attribute per line of core/tlbb_params.def (rw) and tlbb_stats.def
+ * (ro), generated with X-macros.
+ */
+#include <linux/capability.h>
+#include <linux/ctype.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/string.h>
+
+#include "tlbb.h"
+
+/* A store of this length may have been cut by configfs (one page). */
+#define TLBB_STORE_MAX		(PAGE_SIZE - 1)
+
+/* Common checks of every store: privilege, embedded NULs, length. */
+static int tlbb_store_check(const char *page, size_t len)
+{
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (strnlen(page, len) != len)
+		return -EINVAL;
+	if (len >= TLBB_STORE_MAX)
+		return -ERANGE;
+	return 0;
+}
+
+/* "0x..." hexadecimal or plain decimal; -EINVAL or -ERANGE otherwise. */
+static int tlbb_parse_u64(const char *s, u64 *val)
+{
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return kstrtou64(s + 2, 16, val);
+	if (s[0] == '+')
+		return -EINVAL;
+	return kstrtou64(s, 10, val);
+}
+
+/* ---- pid ---- */
+
+static ssize_t tlbb_vm_pid_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	pid_t nr;
+
+	mutex_lock(&vm->lock);
+	nr = vm->pid ? pid_vnr(vm->pid) : 0;
+	mutex_unlock(&vm->lock);
+	return sysfs_emit(page, "%d\n", nr);
+}
+
+static ssize_t tlbb_vm_pid_store(struct config_item *item, const char *page,
+				 size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	int nr;
+
+	if (ret)
+		return ret;
+	ret = kstrtoint(page, 10, &nr);
+	if (ret)
+		return ret;
+	ret = tlbb_vm_set_pid(to_tlbb_vm(item), nr);
+	return ret ? ret : len;
+}
+
+/* ---- vcpu_tids ---- */
+
+static ssize_t tlbb_vm_vcpu_tids_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	unsigned int i;
+	ssize_t n = 0;
+
+	mutex_lock(&vm->lock);
+	for (i = 0; i < vm->nr_vcpus; i++)
+		n += sysfs_emit_at(page, n, "%s%d", i ? " " : "",
+				   pid_vnr(vm->vcpus[i]));
+	mutex_unlock(&vm->lock);
+	n += sysfs_emit_at(page, n, "\n");
+	return n;
+}
+
+/*
+ * Thread ids separated by spaces, commas or newlines; the list replaces the
+ * old one. A leading '+' appends instead (a configfs write is one page).
+ */
+static ssize_t tlbb_vm_vcpu_tids_store(struct config_item *item,
+				       const char *page, size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	char *buf, *p, *tok;
+	unsigned int n = 0;
+	bool append = false;
+	int *tids;
+
+	if (ret)
+		return ret;
+	buf = kmemdup_nul(page, len, GFP_KERNEL);
+	tids = kcalloc(TLBB_MAX_VCPUS, sizeof(*tids), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!buf || !tids)
+		goto out;
+	p = skip_spaces(buf);
+	if (*p == '+') {
+		append = true;
+		p++;
+	}
+	while ((tok = strsep(&p, " ,\n\t")) != NULL) {
+		int tid;
+
+		if (!*tok)
+			continue;
+		ret = -ERANGE;
+		if (n == TLBB_MAX_VCPUS)
+			goto out;
+		ret = kstrtoint(tok, 10, &tid);
+		if (ret)
+			goto out;
+		ret = -EINVAL;
+		if (tid <= 0 || tok[0] == '+')
+			goto out;
+		tids[n++] = tid;
+	}
+	ret = tlbb_vm_set_vcpus(to_tlbb_vm(item), tids, n, append);
+out:
+	kfree(tids);
+	kfree(buf);
+	return ret ? ret : len;
+}
+
+/* ---- ranges ---- */
+
+static ssize_t tlbb_vm_ranges_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	unsigned int i;
+	ssize_t n = 0;
+
+	mutex_lock(&vm->lock);
+	for (i = 0; i < vm->nr_ranges; i++)
+		n += sysfs_emit_at(page, n, "0x%lx 0x%lx 0x%llx\n",
+				   vm->ranges[i].hva, vm->ranges[i].len,
+				   vm->ranges[i].gpa);
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+static int tlbb_range_cmp(const void *a, const void *b)
+{
+	const struct tlbb_range *x = a, *y = b;
+
+	return x->hva < y->hva ? -1 : x->hva > y->hva;
+}
+
+/* Parse one "<hva> <length> <gpa>" line; the line is modified. */
+static int tlbb_parse_range(char *line, struct tlbb_range *r)
+{
+	u64 v[3];
+	char *tok;
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		do {
+			tok = strsep(&line, " \t");
+		} while (tok && !*tok);
+		if (!tok)
+			return -EINVAL;
+		ret = tlbb_parse_u64(tok, &v[i]);
+		if (ret)
+			return ret;
+	}
+	do {
+		tok = strsep(&line, " \t");
+	} while (tok && !*tok);
+	if (tok)
+		return -EINVAL;		/* a fourth field */
+
+	if (!v[1] || !IS_ALIGNED(v[0], PAGE_SIZE) ||
+	    !IS_ALIGNED(v[1], PAGE_SIZE) || !IS_ALIGNED(v[2], PAGE_SIZE))
+		return -EINVAL;
+	if (v[0] + v[1] < v[0] || v[2] + v[1] < v[2])
+		return -ERANGE;
+	if (v[0] + v[1] > TASK_SIZE_MAX)
+		return -EFAULT;		/* not user space: a kernel address */
+	r->hva = v[0];
+	r->len = v[1];
+	r->gpa = v[2];
+	return 0;
+}
+
+static ssize_t tlbb_vm_ranges_store(struct config_item *item,
+				    const char *page, size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	struct tlbb_range *r;
+	char *buf, *p, *line;
+	unsigned int n = 0, i;
+
+	if (ret)
+		return ret;
+	buf = kmemdup_nul(page, len, GFP_KERNEL);
+	r = kcalloc(TLBB_MAX_RANGES, sizeof(*r), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!buf || !r)
+		goto out;
+	p = buf;
+	while ((line = strsep(&p, "\n")) != NULL) {
+		line = strim(line);
+		if (!*line)
+			continue;
+		ret = -ERANGE;
+		if (n == TLBB_MAX_RANGES)
+			goto out;
+		ret = tlbb_parse_range(line, &r[n]);
+		if (ret)
+			goto out;
+		n++;
+	}
+	/* No two ranges may overlap, in host or in guest addresses. */
+	sort(r, n, sizeof(*r), tlbb_range_cmp, NULL);
+	ret = -EINVAL;
+	for (i = 1; i < n; i++)
+		if (r[i - 1].hva + r[i - 1].len > r[i].hva)
+			goto out;
+	for (i = 0; i < n; i++) {
+		unsigned int j;
+
+		for (j = i + 1; j < n; j++)
+			if (r[i].gpa < r[j].gpa + r[j].len &&
+			    r[j].gpa < r[i].gpa + r[i].len)
+				goto out;
+	}
+	ret = tlbb_vm_set_ranges(to_tlbb_vm(item), r, n);
+out:
+	kfree(r);
+	kfree(buf);
+	return ret ? ret : len;
+}
+
+/* ---- mode ---- */
+
+static ssize_t tlbb_vm_mode_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	enum tlbb_mode mode;
+
+	mutex_lock(&vm->lock);
+	mode = vm->mode;
+	mutex_unlock(&vm->lock);
+	return sysfs_emit(page, "%s\n", tlbb_mode_name(mode));
+}
+
+static ssize_t tlbb_vm_mode_store(struct config_item *item, const char *page,
+				  size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	enum tlbb_mode mode;
+
+	if (ret)
+		return ret;
+	for (mode = TLBB_MODE_OFF; mode <= TLBB_MODE_BALANCE; mode++)
+		if (sysfs_streq(page, tlbb_mode_name(mode)))
+			break;
+	if (mode > TLBB_MODE_BALANCE)
+		return -EINVAL;
+	ret = tlbb_vm_set_mode(to_tlbb_vm(item), mode);
+	return ret ? ret : len;
+}
+
+/* ---- parameters: one attribute per line of tlbb_params.def ---- */
+
+static ssize_t tlbb_param_show(struct config_item *item,
+			       enum tlbb_param_id id, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	u64 val;
+
+	mutex_lock(&vm->lock);
+	val = tlbb_param_get(&vm->params, id);
+	mutex_unlock(&vm->lock);
+	return sysfs_emit(page, "%llu\n", val);
+}
+
+static ssize_t tlbb_param_store(struct config_item *item,
+				enum tlbb_param_id id, const char *page,
+				size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	u64 val;
+
+	if (ret)
+		return ret;
+	if (page[0] == '+')
+		return -EINVAL;
+	ret = kstrtou64(page, 10, &val);
+	if (ret)
+		return ret;
+	ret = tlbb_vm_set_param(to_tlbb_vm(item), id, val);
+	return ret ? ret : len;
+}
+
+#define TLBB_PARAM(name, def, min, max, unit, help)			\
+static ssize_t tlbb_p_##name##_show(struct config_item *item, char *page) \
+{									\
+	return tlbb_param_show(item, TLBB_P_##name, page);		\
+}									\
+static ssize_t tlbb_p_##name##_store(struct config_item *item,		\
+				     const char *page, size_t len)	\
+{									\
+	return tlbb_param_store(item, TLBB_P_##name, page, len);	\
+}									\
+CONFIGFS_ATTR(tlbb_p_, name);
+#include "core/tlbb_params.def"
+#undef TLBB_PARAM
+
+/* ---- statistics: one attribute per line of tlbb_stats.def ---- */
+
+/*
+ * One getter per statistic, named after it: a statistic added to the .def
+ * without a getter here fails to build. The type of each getter matches the
+ * kind column (u64 and milli: u64; str: const char *; cpulist: cpumask).
+ * vm->lock held.
+ */
+static u64 tlbb_get_huge_pages(struct tlbb_vm *vm)
+{
+	return vm->huge_pages;
+}
+
+static u64 tlbb_get_total_pages(struct tlbb_vm *vm)
+{
+	return tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
+}
+
+static u64 tlbb_get_huge_limit(struct tlbb_vm *vm)
+{
+	if (vm->mode == TLBB_MODE_OFF)
+		return tlbb_get_total_pages(vm);
+	return vm->ctrl.limit;
+}
+
+static u64 tlbb_get_refills_huge(struct tlbb_vm *vm)
+{
+	return vm->refills_huge;
+}
+
+static u64 tlbb_get_refills_small(struct tlbb_vm *vm)
+{
+	return vm->refills_small;
+}
+
+static u64 tlbb_get_refills_huge_total(struct tlbb_vm *vm)
+{
+	return vm->refills_huge_total;
+}
+
+static u64 tlbb_get_refills_small_total(struct tlbb_vm *vm)
+{
+	return vm->refills_small_total;
+}
+
+static u64 tlbb_get_load(struct tlbb_vm *vm)
+{
+	return vm->ctrl.load_pm_milli;
+}
+
+static u64 tlbb_get_load_count(struct tlbb_vm *vm)
+{
+	return vm->ctrl.load_count;
+}
+
+static u64 tlbb_get_imbalance(struct tlbb_vm *vm)
+{
+	return vm->ctrl.y_milli;
+}
+
+static const char *tlbb_get_dominant(struct tlbb_vm *vm)
+{
+	return tlbb_group_name(vm->ctrl.dominant);
+}
+
+static const char *tlbb_get_state(struct tlbb_vm *vm)
+{
+	return tlbb_vm_state_name(vm);
+}
+
+static u64 tlbb_get_splits(struct tlbb_vm *vm)
+{
+	return vm->lim.splits;
+}
+
+static u64 tlbb_get_restores(struct tlbb_vm *vm)
+{
+	return vm->lim.restores;
+}
+
+static u64 tlbb_get_ticks(struct tlbb_vm *vm)
+{
+	return vm->ticks;
+}
+
+static const char *tlbb_get_backend(struct tlbb_vm *vm)
+{
+	return vm->inject ? "inject" : vm->backend_desc;
+}
+
+static const struct cpumask *tlbb_get_cpus_allowed(struct tlbb_vm *vm)
+{
+	return vm->cpus_allowed;
+}
+
+static const struct cpumask *tlbb_get_cpus_ran(struct tlbb_vm *vm)
+{
+	return vm->cpus_ran;
+}
+
+/* Formatters by kind; each appends "<value>\n" at @page + @at. */
+static int tlbb_fmt_u64(char *page, int at, u64 v)
+{
+	return sysfs_emit_at(page, at, "%llu\n", v);
+}
+
+static int tlbb_fmt_milli(char *page, int at, u64 v)
+{
+	return sysfs_emit_at(page, at, "%llu.%03llu\n", div_u64(v, 1000),
+			     v % 1000);
+}
+
+static int tlbb_fmt_str(char *page, int at, const char *s)
+{
+	return sysfs_emit_at(page, at, "%s\n", s);
+}
+
+static int tlbb_fmt_cpulist(char *page, int at, const struct cpumask *m)
+{
+	return sysfs_emit_at(page, at, "%*pbl\n", cpumask_pr_args(m));
+}
+
+#define TLBB_STAT(name, kind, help)					\
+static ssize_t tlbb_s_##name##_show(struct config_item *item, char *page) \
+{									\
+	struct tlbb_vm *vm = to_tlbb_vm(item);				\
+	ssize_t n;							\
+									\
+	mutex_lock(&vm->lock);						\
+	n = tlbb_fmt_##kind(page, 0, tlbb_get_##name(vm));		\
+	mutex_unlock(&vm->lock);					\
+	return n;							\
+}									\
+CONFIGFS_ATTR_RO(tlbb_s_, name);
+#include "core/tlbb_stats.def"
+#undef TLBB_STAT
+
+/* ---- status: everything as "key value" lines ---- */
+
+static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	int n = 0;
+
+	mutex_lock(&vm->lock);
+	n += sysfs_emit_at(page, n, "mode %s\npid %d\ninject_enabled %d\n",
+			   tlbb_mode_name(vm->mode),
+			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject);
+#define TLBB_STAT(name, kind, help)					\
+	n += sysfs_emit_at(page, n, "%s ", #name);			\
+	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));
+#include "core/tlbb_stats.def"
+#undef TLBB_STAT
+#define TLBB_PARAM(name, def, min, max, unit, help)			\
+	n += sysfs_emit_at(page, n, "%s %llu\n", #name,		\
+			   tlbb_param_get(&vm->params, TLBB_P_##name));
+#include "core/tlbb_params.def"
+#undef TLBB_PARAM
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+CONFIGFS_ATTR(tlbb_vm_, pid);
+CONFIGFS_ATTR(tlbb_vm_, vcpu_tids);
+CONFIGFS_ATTR(tlbb_vm_, ranges);
+CONFIGFS_ATTR(tlbb_vm_, mode);
+CONFIGFS_ATTR_RO(tlbb_vm_, status);
+
+static struct configfs_attribute *tlbb_vm_attrs[] = {
+	&tlbb_vm_attr_pid,
+	&tlbb_vm_attr_vcpu_tids,
+	&tlbb_vm_attr_ranges,
+	&tlbb_vm_attr_mode,
+	&tlbb_vm_attr_status,
+#define TLBB_PARAM(name, def, min, max, unit, help) &tlbb_p_attr_##name,
+#include "core/tlbb_params.def"
+#undef TLBB_PARAM
+#define TLBB_STAT(name, kind, help) &tlbb_s_attr_##name,
+#include "core/tlbb_stats.def"
+#undef TLBB_STAT
+	NULL,
+};
+
+static void tlbb_vm_item_release(struct config_item *item)
+{
+	tlbb_vm_free(to_tlbb_vm(item));
+}
+
+static struct configfs_item_operations tlbb_vm_item_ops = {
+	.release = tlbb_vm_item_release,
+};
+
+static const struct config_item_type tlbb_vm_type = {
+	.ct_item_ops = &tlbb_vm_item_ops,
+	.ct_attrs = tlbb_vm_attrs,
+	.ct_owner = THIS_MODULE,
+};
+
+/* ---- vms/: mkdir and rmdir ---- */
+
+static bool tlbb_name_ok(const char *name)
+{
+	size_t i, len = strlen(name);
+
+	if (!len || len > TLBB_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!isalnum(name[i]) && !strchr("._-", name[i]))
+			return false;
+	return true;
+}
+
+static struct config_group *tlbb_vms_make_group(struct config_group *group,
+						const char *name)
+{
+	struct tlbb_vm *vm;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return ERR_PTR(-EPERM);
+	if (!tlbb_name_ok(name))
+		return ERR_PTR(-EINVAL);
+	vm = tlbb_vm_create(name);
+	if (!vm)
+		return ERR_PTR(-ENOMEM);
+	config_group_init_type_name(&vm->group, name, &tlbb_vm_type);
+	return &vm->group;
+}
+
+static void tlbb_vms_drop_item(struct config_group *group,
+			       struct config_item *item)
+{
+	tlbb_vm_drop(to_tlbb_vm(item));
+	config_item_put(item);
+}
+
+static struct configfs_group_operations tlbb_vms_group_ops = {
+	.make_group = tlbb_vms_make_group,
+	.drop_item = tlbb_vms_drop_item,
+};
+
+static const struct config_item_type tlbb_vms_type = {
+	.ct_group_ops = &tlbb_vms_group_ops,
+	.ct_owner = THIS_MODULE,
+};
+
+static struct config_group tlbb_vms_group;
+
+/* ---- the subsystem root ---- */
+
+static ssize_t tlbb_root_version_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "1\n");
+}
+
+CONFIGFS_ATTR_RO(tlbb_root_, version);
+
+static struct configfs_attribute *tlbb_root_attrs[] = {
+	&tlbb_root_attr_version,
+	NULL,
+};
+
+static const struct config_item_type tlbb_root_type = {
+	.ct_attrs = tlbb_root_attrs,
+	.ct_owner = THIS_MODULE,
+};
+
+static struct configfs_subsystem tlbb_subsys = {
+	.su_group = {
+		.cg_item = {
+			.ci_namebuf = "tlbbalance",
+			.ci_type = &tlbb_root_type,
+		},
+	},
+};
+
+int tlbb_configfs_init(void)
+{
+	config_group_init(&tlbb_subsys.su_group);
+	mutex_init(&tlbb_subsys.su_mutex);
+	config_group_init_type_name(&tlbb_vms_group, "vms", &tlbb_vms_type);
+	configfs_add_default_group(&tlbb_vms_group, &tlbb_subsys.su_group);
+	return configfs_register_subsystem(&tlbb_subsys);
+}
+
+void tlbb_configfs_exit(void)
+{
+	configfs_unregister_subsystem(&tlbb_subsys);
+}

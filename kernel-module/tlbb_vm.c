@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The VM object: registration of a QEMU process, lifecycle, locking and the
+ * per-VM tick that feeds the controller core and applies its limit.
+ *
+ * Locking: tlbb_vms_lock (the list, for name lookups) nests outside vm->lock.
+ * vm->lock is never taken with a target mmap lock held. The mmu_notifier
+ * release callback takes no lock at all: it may run from exit_mmap() in any
+ * context, including our own mmput() at the end of a tick.
+ *
+ * References: vm->pid and each vm->vcpus[i] hold a struct pid reference;
+ * vm->mm is pinned (mm_count) by the registered mmu_notifier; a tick takes
+ * mm_users with mmget_not_zero() only for its own duration.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "tlbb.h"
+
+static const char * const tlbb_mode_names[] = {
+	[TLBB_MODE_OFF] = "off",
+	[TLBB_MODE_MONITOR] = "monitor",
+	[TLBB_MODE_BALANCE] = "balance",
+};
+
+const char *tlbb_mode_name(enum tlbb_mode mode)
+{
+	return tlbb_mode_names[mode];
+}
+
+const char *tlbb_vm_state_name(struct tlbb_vm *vm)
+{
+	if (vm->exited)
+		return "exited";
+	if (vm->mode == TLBB_MODE_OFF)
+		return "off";
+	return tlbb_state_name(vm->ctrl.state);
+}
+
+static void tlbb_vm_tick_work(struct work_struct *work);
+static void tlbb_vm_exit_work(struct work_struct *work);
+
+/*
+ * Called once when the process's address space goes away (exit_mmap), or
+ * from mmu_notifier_unregister() when we detach first (then ignored).
+ */
+static void tlbb_mn_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct tlbb_vm *vm = container_of(mn, struct tlbb_vm, mn);
+
+	if (READ_ONCE(vm->detaching))
+		return;
+	WRITE_ONCE(vm->released, true);
+	queue_work(tlbb_wq, &vm->exit_work);
+}
+
+static const struct mmu_notifier_ops tlbb_mn_ops = {
+	.release = tlbb_mn_release,
+};
+
+struct tlbb_vm *tlbb_vm_create(const char *name)
+{
+	struct tlbb_vm *vm;
+
+	vm = kmem_cache_zalloc(tlbb_vm_cache, GFP_KERNEL);
+	if (!vm)
+		return NULL;
+	if (!zalloc_cpumask_var(&vm->cpus_allowed, GFP_KERNEL))
+		goto err_free;
+	if (!zalloc_cpumask_var(&vm->cpus_ran, GFP_KERNEL))
+		goto err_mask;
+
+	mutex_init(&vm->lock);
+	INIT_LIST_HEAD(&vm->node);
+	INIT_WORK(&vm->exit_work, tlbb_vm_exit_work);
+	INIT_DELAYED_WORK(&vm->tick_work, tlbb_vm_tick_work);
+	strscpy(vm->name, name, sizeof(vm->name));
+	tlbb_params_default(&vm->params);
+	tlbb_ctrl_init(&vm->ctrl, &vm->params, 0, true);
+	strscpy(vm->backend_desc, "none (mode off)", sizeof(vm->backend_desc));
+
+	mutex_lock(&tlbb_vms_lock);
+	list_add_tail(&vm->node, &tlbb_vms);
+	mutex_unlock(&tlbb_vms_lock);
+	atomic_inc(&tlbb_nr_vms);
+	return vm;
+
+err_mask:
+	free_cpumask_var(vm->cpus_allowed);
+err_free:
+	kmem_cache_free(tlbb_vm_cache, vm);
+	return NULL;
+}
+
+static void tlbb_vm_put_vcpus(struct tlbb_vm *vm)
+{
+	unsigned int i;
+
+	for (i = 0; i < vm->nr_vcpus; i++)
+		put_pid(vm->vcpus[i]);
+	kvfree(vm->vcpus);
+	vm->vcpus = NULL;
+	vm->nr_vcpus = 0;
+}
+
+/* Stop monitoring: counters off, limit lifted. vm->lock held. */
+static void tlbb_vm_stop(struct tlbb_vm *vm)
+{
+	if (vm->mode == TLBB_MODE_OFF)
+		return;
+	tlbb_counter_stop(vm);
+	if (vm->mm && mmget_not_zero(vm->mm)) {
+		tlbb_thp_release(vm, vm->mm);
+		mmput(vm->mm);
+	} else {
+		tlbb_thp_forget(vm);
+	}
+	vm->mode = TLBB_MODE_OFF;
+	strscpy(vm->backend_desc, "none (mode off)", sizeof(vm->backend_desc));
+}
+
+/* Let go of the process and everything tied to it. vm->lock held. */
+static void tlbb_vm_detach(struct tlbb_vm *vm)
+{
+	tlbb_vm_stop(vm);
+	if (vm->mm) {
+		WRITE_ONCE(vm->detaching, true);
+		mmu_notifier_unregister(&vm->mn, vm->mm);
+		vm->mm = NULL;
+		WRITE_ONCE(vm->released, false);
+		WRITE_ONCE(vm->detaching, false);
+	}
+	tlbb_vm_put_vcpus(vm);
+	put_pid(vm->pid);
+	vm->pid = NULL;
+}
+
+static void tlbb_vm_exit_work(struct work_struct *work)
+{
+	struct tlbb_vm *vm = container_of(work, struct tlbb_vm, exit_work);
+
+	mutex_lock(&vm->lock);
+	if (READ_ONCE(vm->released) && vm->mm) {
+		tlbb_vm_detach(vm);
+		vm->exited = true;
+	}
+	mutex_unlock(&vm->lock);
+}
+
+/* rmdir: stop everything; the object is freed by tlbb_vm_free() later. */
+void tlbb_vm_drop(struct tlbb_vm *vm)
+{
+	mutex_lock(&tlbb_vms_lock);
+	list_del_init(&vm->node);
+	mutex_unlock(&tlbb_vms_lock);
+
+	mutex_lock(&vm->lock);
+	vm->dying = true;
+	tlbb_vm_detach(vm);
+	mutex_unlock(&vm->lock);
+
+	cancel_delayed_work_sync(&vm->tick_work);
+	cancel_work_sync(&vm->exit_work);
+}
+
+void tlbb_vm_free(struct tlbb_vm *vm)
+{
+	free_cpumask_var(vm->cpus_ran);
+	free_cpumask_var(vm->cpus_allowed);
+	mutex_destroy(&vm->lock);
+	kmem_cache_free(tlbb_vm_cache, vm);
+	atomic_dec(&tlbb_nr_vms);
+}
+
+/* Only a thread group leader of a user process may be registered. */
+static int tlbb_check_process(struct pid *pid, struct mm_struct **mmp)
+{
+	struct task_struct *task;
+	struct mm_struct *mm;
+	int ret = 0;
+
+	task = get_pid_task(pid, PIDTYPE_PID);
+	if (!task)
+		return -ESRCH;
+	if (task->flags & PF_KTHREAD)
+		ret = -EINVAL;		/* a kernel thread has no guest RAM */
+	else if (!thread_group_leader(task))
+		ret = -EINVAL;		/* a thread id, not a process id */
+	if (ret) {
+		put_task_struct(task);
+		return ret;
+	}
+	mm = get_task_mm(task);
+	put_task_struct(task);
+	if (!mm)
+		return -ESRCH;		/* exiting */
+	*mmp = mm;
+	return 0;
+}
+
+int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
+{
+	struct mm_struct *mm = NULL;
+	struct pid *pid = NULL;
+	int ret;
+
+	if (nr < 0)
+		return -EINVAL;
+	if (nr) {
+		pid = find_get_pid(nr);
+		if (!pid)
+			return -ESRCH;
+	}
+
+	mutex_lock(&vm->lock);
+	ret = -EBUSY;
+	if (vm->mode != TLBB_MODE_OFF)
+		goto out;
+	ret = 0;
+	if (pid && pid == vm->pid && vm->mm && !READ_ONCE(vm->released))
+		goto out;		/* same live process: nothing to do */
+	if (pid) {
+		ret = tlbb_check_process(pid, &mm);
+		if (ret)
+			goto out;
+	}
+
+	/* The old process's threads and ranges do not belong to the new. */
+	tlbb_vm_detach(vm);
+	vm->nr_ranges = 0;
+	vm->exited = false;
+	vm->refills_huge_total = 0;
+	vm->refills_small_total = 0;
+	vm->ticks = 0;
+	memset(&vm->lim, 0, sizeof(vm->lim));
+	if (!pid)
+		goto out;
+
+	memset(&vm->mn, 0, sizeof(vm->mn));
+	vm->mn.ops = &tlbb_mn_ops;
+	ret = mmu_notifier_register(&vm->mn, mm);
+	if (!ret) {
+		vm->mm = mm;
+		vm->pid = pid;
+		pid = NULL;
+	}
+	/* May be the last user: exit_mmap() then calls our release. */
+	mmput(mm);
+out:
+	mutex_unlock(&vm->lock);
+	put_pid(pid);
+	return ret;
+}
+
+int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
+		      bool append)
+{
+	struct pid **pids = NULL;
+	unsigned int i, j, total;
+	int ret;
+
+	mutex_lock(&vm->lock);
+	ret = -EBUSY;
+	if (vm->mode != TLBB_MODE_OFF)
+		goto out;
+	ret = -ESRCH;
+	if (n && (!vm->pid || !vm->mm || READ_ONCE(vm->released)))
+		goto out;
+	total = n + (append ? vm->nr_vcpus : 0);
+	ret = -ERANGE;
+	if (total > TLBB_MAX_VCPUS)
+		goto out;
+	ret = -ENOMEM;
+	if (total) {
+		pids = kvcalloc(total, sizeof(*pids), GFP_KERNEL);
+		if (!pids)
+			goto out;
+	}
+
+	j = 0;
+	if (append)
+		for (i = 0; i < vm->nr_vcpus; i++)
+			pids[j++] = get_pid(vm->vcpus[i]);
+	for (i = 0; i < n; i++, j++) {
+		struct task_struct *t;
+		unsigned int k;
+
+		ret = -ESRCH;
+		pids[j] = find_get_pid(tids[i]);
+		if (!pids[j])
+			goto err;
+		rcu_read_lock();
+		t = pid_task(pids[j], PIDTYPE_PID);
+		if (t && task_tgid(t) != vm->pid)
+			t = NULL;	/* not a thread of the registered process */
+		rcu_read_unlock();
+		if (!t) {
+			put_pid(pids[j]);
+			goto err;
+		}
+		ret = -EINVAL;
+		for (k = 0; k < j; k++)
+			if (pids[k] == pids[j])
+				break;
+		if (k < j) {		/* listed twice */
+			put_pid(pids[j]);
+			goto err;
+		}
+	}
+
+	tlbb_vm_put_vcpus(vm);
+	vm->vcpus = pids;
+	vm->nr_vcpus = total;
+	ret = 0;
+	goto out;
+err:
+	while (j--)
+		put_pid(pids[j]);
+	kvfree(pids);
+out:
+	mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
+		       unsigned int n)
+{
+	struct mm_struct *mm = NULL;
+	int ret;
+
+	mutex_lock(&vm->lock);
+	ret = -EBUSY;
+	if (vm->mode != TLBB_MODE_OFF)
+		goto out;
+	if (n) {
+		ret = -ESRCH;
+		if (!vm->mm || READ_ONCE(vm->released) ||
+		    !mmget_not_zero(vm->mm))
+			goto out;
+		mm = vm->mm;
+		ret = tlbb_thp_check_ranges(mm, r, n);
+		if (ret)
+			goto out;
+	}
+	memcpy(vm->ranges, r, n * sizeof(*r));
+	vm->nr_ranges = n;
+	ret = 0;
+out:
+	mutex_unlock(&vm->lock);
+	if (mm)
+		mmput(mm);
+	return ret;
+}
+
+int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
+{
+	int ret = 0;
+
+	mutex_lock(&vm->lock);
+	if (mode == vm->mode)
+		goto out;
+	if (mode != TLBB_MODE_OFF) {
+		ret = -ESRCH;
+		if (!vm->mm || READ_ONCE(vm->released))
+			goto out;
+		ret = -EINVAL;
+		if (!vm->nr_ranges)
+			goto out;
+	}
+	tlbb_vm_stop(vm);
+	ret = 0;
+	if (mode == TLBB_MODE_OFF)
+		goto out;
+
+	vm->mode = mode;
+	tlbb_ctrl_init(&vm->ctrl, &vm->params,
+		       tlbb_thp_total_pages(vm->ranges, vm->nr_ranges),
+		       mode == TLBB_MODE_MONITOR);
+	vm->refills_huge = 0;
+	vm->refills_small = 0;
+	cpumask_clear(vm->cpus_ran);
+	tlbb_counter_start(vm);
+	queue_delayed_work(tlbb_wq, &vm->tick_work,
+			   msecs_to_jiffies(vm->params.interval_ms));
+out:
+	mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val)
+{
+	struct tlbb_params p;
+	int ret = -ERANGE;
+
+	mutex_lock(&vm->lock);
+	p = vm->params;
+	if (tlbb_param_set(&p, id, val) || tlbb_params_check(&p))
+		goto out;
+	vm->params = p;
+	if (vm->mode != TLBB_MODE_OFF)
+		tlbb_ctrl_set_params(&vm->ctrl, &p);
+	ret = 0;
+out:
+	mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small)
+{
+	struct tlbb_vm *vm;
+	int ret = -ENOENT;
+
+	if (huge > TLBB_INJECT_MAX_RATE || small > TLBB_INJECT_MAX_RATE)
+		return -ERANGE;
+	mutex_lock(&tlbb_vms_lock);
+	list_for_each_entry(vm, &tlbb_vms, node) {
+		if (strcmp(vm->name, name))
+			continue;
+		mutex_lock(&vm->lock);
+		vm->inject = on;
+		vm->inject_huge = on ? huge : 0;
+		vm->inject_small = on ? small : 0;
+		mutex_unlock(&vm->lock);
+		ret = 0;
+		break;
+	}
+	mutex_unlock(&tlbb_vms_lock);
+	return ret;
+}
+
+/* Which CPUs the vCPU threads may use and were last seen on. */
+static void tlbb_vm_sample_cpus(struct tlbb_vm *vm)
+{
+	unsigned int i;
+
+	cpumask_clear(vm->cpus_allowed);
+	rcu_read_lock();
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		struct task_struct *t = pid_task(vm->vcpus[i], PIDTYPE_PID);
+
+		if (!t)
+			continue;
+		cpumask_or(vm->cpus_allowed, vm->cpus_allowed, t->cpus_ptr);
+		cpumask_set_cpu(task_cpu(t), vm->cpus_ran);
+	}
+	rcu_read_unlock();
+}
+
+static void tlbb_vm_tick_work(struct work_struct *work)
+{
+	struct tlbb_vm *vm = container_of(to_delayed_work(work),
+					  struct tlbb_vm, tick_work);
+	struct tlbb_input in = { 0 };
+	struct mm_struct *mm = NULL;
+	u64 t0 = ktime_get_ns(), ctrl_ns = 0;
+	enum tlbb_action act;
+
+	mutex_lock(&vm->lock);
+	if (vm->mode == TLBB_MODE_OFF || vm->dying || !vm->mm ||
+	    READ_ONCE(vm->released) || !mmget_not_zero(vm->mm))
+		goto out;		/* stopped, or exit work is on its way */
+	mm = vm->mm;
+
+	vm->huge_pages = tlbb_thp_count(vm, mm);
+	tlbb_vm_sample_cpus(vm);
+	if (tlbb_counter_read(vm, &in.refills_huge, &in.refills_small)) {
+		u64 c0;
+
+		vm->refills_huge = in.refills_huge;
+		vm->refills_small = in.refills_small;
+		vm->refills_huge_total += in.refills_huge;
+		vm->refills_small_total += in.refills_small;
+		in.huge_in_use = vm->huge_pages;
+		in.nr_vcpus = max(vm->nr_vcpus, 1U);
+		c0 = ktime_get_ns();
+		act = tlbb_ctrl_tick(&vm->ctrl, &in);
+		ctrl_ns = ktime_get_ns() - c0;
+		vm->ticks++;
+		if (act == TLBB_ACT_RAISE)
+			vm->lim.restores++;
+	}
+	if (vm->mode == TLBB_MODE_BALANCE)
+		tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
+
+	queue_delayed_work(tlbb_wq, &vm->tick_work,
+			   msecs_to_jiffies(vm->params.interval_ms));
+out:
+	mutex_unlock(&vm->lock);
+	if (mm) {
+		mmput(mm);
+		tlbb_debugfs_account(ktime_get_ns() - t0, ctrl_ns);
+	}
+}
