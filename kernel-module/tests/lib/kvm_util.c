@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kvm_util.h"
+#include "tap.h"
+
+#define kvm_ioctl(fd, req, arg, what) ({				\
+	int __r = ioctl(fd, req, arg);					\
+	if (__r < 0)							\
+		tap_bail("%s: %s", what, strerror(errno));		\
+	__r; })
+
+struct kvm_vm *kvm_vm_create(void)
+{
+	struct kvm_vm *vm = calloc(1, sizeof(*vm));
+
+	if (!vm)
+		tap_bail("calloc");
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0)
+		tap_bail("open /dev/kvm: %s", strerror(errno));
+	vm->fd = kvm_ioctl(vm->kvm_fd, KVM_CREATE_VM, 0, "KVM_CREATE_VM");
+	vm->stats_fd = kvm_ioctl(vm->fd, KVM_GET_STATS_FD, NULL,
+				 "KVM_GET_STATS_FD (vm)");
+	return vm;
+}
+
+void kvm_vm_free(struct kvm_vm *vm)
+{
+	close(vm->stats_fd);
+	close(vm->fd);
+	close(vm->kvm_fd);
+	free(vm);
+}
+
+void kvm_vm_set_memslot(struct kvm_vm *vm, uint32_t slot, uint64_t gpa,
+			void *hva, uint64_t size)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = slot,
+		.guest_phys_addr = gpa,
+		.memory_size = size,
+		.userspace_addr = (uintptr_t)hva,
+	};
+
+	kvm_ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &r,
+		  "KVM_SET_USER_MEMORY_REGION");
+}
+
+static void pread_all(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+
+	if (n < 0 || (size_t)n != len)
+		tap_bail("read KVM stats fd at %lld: %s", (long long)off,
+			 n < 0 ? strerror(errno) : "short read");
+}
+
+uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
+{
+	struct kvm_stats_header h;
+	struct kvm_stats_desc *d;
+	size_t dsize;
+	uint64_t val;
+	uint32_t i;
+
+	pread_all(vm->stats_fd, &h, sizeof(h), 0);
+	dsize = sizeof(*d) + h.name_size;
+	d = malloc(dsize);
+	if (!d)
+		tap_bail("malloc");
+	for (i = 0; i < h.num_desc; i++) {
+		pread_all(vm->stats_fd, d, dsize, h.desc_offset + i * dsize);
+		if (strncmp(d->name, name, h.name_size))
+			continue;
+		if (d->size != 1)
+			tap_bail("KVM stat %s has %u values", name, d->size);
+		pread_all(vm->stats_fd, &val, sizeof(val),
+			  h.data_offset + d->offset);
+		free(d);
+		return val;
+	}
+	free(d);
+	tap_bail("KVM has no VM statistic named %s", name);
+}
+
+struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id)
+{
+	struct kvm_vcpu *vcpu = calloc(1, sizeof(*vcpu));
+	int size;
+
+	if (!vcpu)
+		tap_bail("calloc");
+	vcpu->vm = vm;
+	vcpu->fd = kvm_ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)id,
+			     "KVM_CREATE_VCPU");
+	size = kvm_ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0,
+			 "KVM_GET_VCPU_MMAP_SIZE");
+	vcpu->run_size = size;
+	vcpu->run = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 vcpu->fd, 0);
+	if (vcpu->run == MAP_FAILED)
+		tap_bail("mmap kvm_run: %s", strerror(errno));
+	return vcpu;
+}
+
+void kvm_vcpu_free(struct kvm_vcpu *vcpu)
+{
+	munmap(vcpu->run, vcpu->run_size);
+	close(vcpu->fd);
+	free(vcpu);
+}
+
+static void flat_segment(struct kvm_segment *s, uint16_t sel, uint8_t type)
+{
+	memset(s, 0, sizeof(*s));
+	s->base = 0;
+	s->limit = 0xffffffff;
+	s->selector = sel;
+	s->type = type;
+	s->present = 1;
+	s->dpl = 0;
+	s->db = 1;	/* 32-bit */
+	s->s = 1;	/* code/data */
+	s->g = 1;	/* 4 KiB granularity */
+}
+
+void kvm_vcpu_setup_pm32(struct kvm_vcpu *vcpu)
+{
+	struct kvm_sregs sregs;
+
+	kvm_ioctl(vcpu->fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
+	flat_segment(&sregs.cs, 0x08, 11);	/* execute/read, accessed */
+	flat_segment(&sregs.ds, 0x10, 3);	/* read/write, accessed */
+	sregs.es = sregs.ds;
+	sregs.fs = sregs.ds;
+	sregs.gs = sregs.ds;
+	sregs.ss = sregs.ds;
+	sregs.cr0 = (sregs.cr0 | 1) & ~(1ul << 31);	/* PE on, PG off */
+	sregs.cr4 = 0;
+	sregs.efer = 0;
+	kvm_ioctl(vcpu->fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS");
+}
+
+void kvm_vcpu_set_regs32(struct kvm_vcpu *vcpu, uint32_t eip, uint32_t eax,
+			 uint32_t ebx, uint32_t ecx, uint32_t edx)
+{
+	struct kvm_regs regs = {
+		.rip = eip, .rax = eax, .rbx = ebx, .rcx = ecx, .rdx = edx,
+		.rflags = 2,
+	};
+
+	kvm_ioctl(vcpu->fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
+}
+
+uint32_t kvm_vcpu_run(struct kvm_vcpu *vcpu)
+{
+	int r;
+
+	do {
+		r = ioctl(vcpu->fd, KVM_RUN, NULL);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		tap_bail("KVM_RUN: %s", strerror(errno));
+	return vcpu->run->exit_reason;
+}
+
+const char *kvm_vcpu_exit_str(struct kvm_vcpu *vcpu)
+{
+	static char buf[160];
+	struct kvm_run *run = vcpu->run;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_IO %s port %#x size %u",
+			 run->io.direction == KVM_EXIT_IO_OUT ? "out" : "in",
+			 run->io.port, run->io.size);
+		break;
+	case KVM_EXIT_FAIL_ENTRY:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_FAIL_ENTRY reason %#llx",
+			 (unsigned long long)
+			 run->fail_entry.hardware_entry_failure_reason);
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_INTERNAL_ERROR suberror %u",
+			 run->internal.suberror);
+		break;
+	case KVM_EXIT_SHUTDOWN:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_SHUTDOWN (triple fault)");
+		break;
+	default:
+		snprintf(buf, sizeof(buf), "exit reason %u", run->exit_reason);
+	}
+	return buf;
+}

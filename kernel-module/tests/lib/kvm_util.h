@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A small KVM helper library in the style of the kernel's KVM selftests:
+ * create a VM, add memslots, create a vCPU that starts in 32-bit protected
+ * mode with paging off (so guest-physical = linear address), run it, and
+ * read the VM's binary statistics (KVM_GET_STATS_FD), e.g. pages_2m.
+ *
+ * Every helper aborts the test (tap_bail) when the ioctl fails: a test
+ * cannot go on without its VM.
+ */
+#ifndef TLBB_TEST_KVM_UTIL_H
+#define TLBB_TEST_KVM_UTIL_H
+
+#include <linux/kvm.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kvm_vm {
+	int kvm_fd;
+	int fd;
+	int stats_fd;
+};
+
+struct kvm_vcpu {
+	struct kvm_vm *vm;
+	int fd;
+	struct kvm_run *run;
+	size_t run_size;
+};
+
+struct kvm_vm *kvm_vm_create(void);
+void kvm_vm_free(struct kvm_vm *vm);
+/* KVM_SET_USER_MEMORY_REGION; size 0 deletes the slot. */
+void kvm_vm_set_memslot(struct kvm_vm *vm, uint32_t slot, uint64_t gpa,
+			void *hva, uint64_t size);
+/* Read one VM statistic by name ("pages_2m"); aborts if it is absent. */
+uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name);
+
+struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id);
+void kvm_vcpu_free(struct kvm_vcpu *vcpu);
+/*
+ * Flat 4 GiB code and data segments, CR0.PE=1, CR0.PG=0, EFER=0: the vCPU
+ * runs 32-bit code at entry with guest-physical = linear addresses.
+ */
+void kvm_vcpu_setup_pm32(struct kvm_vcpu *vcpu);
+/* Set eip (rip), eax, ebx, ecx, edx, clear the rest, rflags = 2. */
+void kvm_vcpu_set_regs32(struct kvm_vcpu *vcpu, uint32_t eip, uint32_t eax,
+			 uint32_t ebx, uint32_t ecx, uint32_t edx);
+/* KVM_RUN once; returns run->exit_reason (aborts on ioctl failure). */
+uint32_t kvm_vcpu_run(struct kvm_vcpu *vcpu);
+/* A human-readable description of the last exit, for diagnostics. */
+const char *kvm_vcpu_exit_str(struct kvm_vcpu *vcpu);
+
+#endif
