@@ -39,6 +39,8 @@ def _esc(value):
 
 
 def _labels(d):
+    if not d:
+        return ''
     return '{%s}' % ','.join('%s="%s"' % (k, _esc(v))
                              for k, v in sorted(d.items()))
 
