@@ -12,7 +12,7 @@
 
 #define TLBB_U64_MAX	(~(u64)0)
 
-/* Refill counts above this per tick are scaled down (ratio preserved). */
+/* Up to this many refills per group and tick, y needs no 128-bit step. */
 #define TLBB_REFILLS_MAX	(1ULL << 40)
 
 const struct tlbb_param_desc tlbb_param_descs[TLBB_P_COUNT] = {
@@ -60,22 +60,18 @@ u64 tlbb_param_get(const struct tlbb_params *p, enum tlbb_param_id id)
 
 int tlbb_param_set(struct tlbb_params *p, enum tlbb_param_id id, u64 val)
 {
-	const struct tlbb_param_desc *d;
-
-	if ((unsigned int)id >= TLBB_P_COUNT)
-		return -1;
-	d = &tlbb_param_descs[id];
-	if (val < d->min || val > d->max)
-		return -1;
 	switch (id) {
-#define TLBB_PARAM(name, def, min, max, unit, help) \
-	case TLBB_P_##name: p->name = val; break;
+#define TLBB_PARAM(name, def, min, max, unit, help)		\
+	case TLBB_P_##name:					\
+		if (tlbb_clamp(val, min, max) != val)		\
+			return -1;				\
+		p->name = val;					\
+		return 0;
 #include "tlbb_params.def"
 #undef TLBB_PARAM
 	default:
-		break;
+		return -1;
 	}
-	return 0;
 }
 
 /* Copy @src into @dst with every field clamped into its range. */
@@ -94,20 +90,33 @@ static u64 tlbb_min(u64 a, u64 b)
 }
 
 /*
- * min(@cap, a * b / d), rounded down. Exact while a * b fits in 64 bits;
- * otherwise a and d are halved together until it fits (the quotient then
- * keeps at least 44 significant bits, or it is far above any cap used
- * here). d == 0 gives @cap.
+ * min(@cap, a * b / d), rounded down, b != 0. Exact while a * b fits in 64
+ * bits; otherwise a and d are halved together until it does, which keeps
+ * the relative error below 2^-18 for any result under 2^44 (every cap used
+ * here is lower), as d then still has 19 significant bits. d == 0 gives
+ * @cap.
  */
 static u64 tlbb_mul_div_cap(u64 a, u64 b, u64 d, u64 cap)
 {
-	while (b && a > TLBB_U64_MAX / b) {
+	while (a > TLBB_U64_MAX / b) {
 		a >>= 1;
 		d >>= 1;
 	}
 	if (!d)
 		return cap;
 	return tlbb_min(a * b / d, cap);
+}
+
+/* *hi:*lo = a * b, the full 128-bit product, from 32-bit halves. */
+static void tlbb_mul_wide(u64 a, u64 b, u64 *hi, u64 *lo)
+{
+	u64 al = a & 0xffffffffULL, ah = a >> 32;
+	u64 bl = b & 0xffffffffULL, bh = b >> 32;
+	u64 ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	u64 mid = (ll >> 32) + (lh & 0xffffffffULL) + (hl & 0xffffffffULL);
+
+	*lo = mid << 32 | (ll & 0xffffffffULL);
+	*hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 }
 
 u64 tlbb_trigger_ticks(const struct tlbb_params *p)
@@ -120,33 +129,46 @@ u64 tlbb_trigger_ticks(const struct tlbb_params *p)
 u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in)
 {
 	u64 refills = in->refills_huge + in->refills_small;
-	u64 nr_vcpus = in->nr_vcpus ? in->nr_vcpus : 1;
+	u64 den = p->interval_ms * (in->nr_vcpus ? in->nr_vcpus : 1);
 
-	if (refills < in->refills_huge)		/* the sum wrapped */
-		refills = TLBB_U64_MAX;
 	/*
 	 * refills * cost_ns over interval_ms * 1e6 * nr_vcpus ns of vCPU time,
-	 * in permille (x1e3) times 1000: the 1e6 factors cancel.
+	 * in permille (x1e3) times 1000: the 1e6 factors cancel. A sum that
+	 * carried out of 64 bits is halved together with the divisor.
 	 */
-	return tlbb_mul_div_cap(refills, p->refill_cost_ns,
-				p->interval_ms * nr_vcpus,
+	if (refills < in->refills_huge) {
+		refills = refills >> 1 | 1ULL << 63;
+		den >>= 1;
+	}
+	return tlbb_mul_div_cap(refills, p->refill_cost_ns, den,
 				TLBB_LOAD_MAX_MILLI);
 }
 
 u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
 			 u64 refills_small, enum tlbb_group *dominant)
 {
-	u64 h = refills_huge, s = refills_small, big = h > s ? h : s;
-	u64 fh, fs;	/* per-entry rates, both scaled by the product of entries */
+	u64 fh, fs, fh_hi, fs_hi;
 
-	/* Keep h and s below 2^40 with their ratio; a nonzero stays >= 1. */
-	while (big > TLBB_REFILLS_MAX) {
-		h = h >> 1 | (h & 1);
-		s = s >> 1 | (s & 1);
-		big >>= 1;
+	/*
+	 * Compare f_h = N_hr / huge_entries with f_s = N_sr / small_entries
+	 * as N_hr * small_entries against N_sr * huge_entries: no division,
+	 * no rounding. Below 2^40 refills the products fit in 64 bits (the
+	 * entries are at most 2^20); above, they are formed in 128 bits and
+	 * halved together until they fit.
+	 */
+	if ((refills_huge | refills_small) < TLBB_REFILLS_MAX) {
+		fh = refills_huge * p->small_entries;
+		fs = refills_small * p->huge_entries;
+	} else {
+		tlbb_mul_wide(refills_huge, p->small_entries, &fh_hi, &fh);
+		tlbb_mul_wide(refills_small, p->huge_entries, &fs_hi, &fs);
+		while (fh_hi | fs_hi) {
+			fh = fh >> 1 | fh_hi << 63;
+			fs = fs >> 1 | fs_hi << 63;
+			fh_hi >>= 1;
+			fs_hi >>= 1;
+		}
 	}
-	fh = h * p->small_entries;	/* < 2^60: entries are at most 2^20 */
-	fs = s * p->huge_entries;
 	if (fh == fs) {
 		*dominant = TLBB_G_NONE;
 		return TLBB_Y_BALANCED_MILLI;
