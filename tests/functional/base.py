@@ -93,13 +93,25 @@ class TLBBalanceTestBase(base.ServersTestBase):
     def _setup_compute_service(self):
         self.flags(compute_driver=self.compute_driver)
 
-    def start_compute(self, *args, **kwargs):
-        # Hosts whose THP PMD size is 2 MiB, as on x86_64 with 4 KiB pages,
-        # independent of the machine running the tests.
-        kwargs.setdefault('host_info', fakelibvirt.HostInfo(
+    @staticmethod
+    def hugepage_host(huge_pages=1024):
+        """A fake host with ``huge_pages`` 2 MiB hugetlbfs pages."""
+        host_info = fakelibvirt.HostInfo(
             cpu_nodes=1, cpu_sockets=1, cpu_cores=4, cpu_threads=1,
-            kB_mem=16 * 1024 * 1024))
-        return super().start_compute(*args, **kwargs)
+            kB_mem=16 * 1024 * 1024)
+        for cell in host_info.numa_topology.cells:
+            cell.mempages = fakelibvirt.create_mempages([
+                (4, (host_info.kB_mem - 2048 * huge_pages) // 4),
+                (2048, huge_pages)])
+        return host_info
+
+    def _get_connection(self, host_info=None, *args, **kwargs):
+        # Default fake host: one NUMA node, 4 CPUs, 16 GiB (matches
+        # fake_sysfs()).
+        host_info = host_info or fakelibvirt.HostInfo(
+            cpu_nodes=1, cpu_sockets=1, cpu_cores=4, cpu_threads=1,
+            kB_mem=16 * 1024 * 1024)
+        return super()._get_connection(host_info, *args, **kwargs)
 
     def last_xml(self, server):
         """The last XML defined for ``server``'s libvirt domain."""

@@ -143,13 +143,7 @@ class TestBootModes(base.TLBBalanceTestBase):
         self.assertEqual('none', _policy(root)[0].get('backing'))
 
     def test_hugetlbfs_with_mem_page_size(self):
-        host_info = fakelibvirt.HostInfo(
-            cpu_nodes=1, cpu_sockets=1, cpu_cores=4, cpu_threads=1,
-            kB_mem=16 * 1024 * 1024)
-        for cell in host_info.numa_topology.cells:
-            cell.mempages = fakelibvirt.create_mempages([
-                (4, (host_info.kB_mem - 2048 * 1024) // 4), (2048, 1024)])
-        self.start_compute(host_info=host_info)
+        self.start_compute(host_info=self.hugepage_host())
         server = self._boot({'tlbbalance:mode': 'balance',
                              'tlbbalance:backing': 'hugetlbfs',
                              'hw:mem_page_size': 'large'})
