@@ -102,7 +102,7 @@ class Client:
         # One write() call: configfs attributes take the whole value at once.
         data = value.encode()
         try:
-            fd = os.open(path, os.O_WRONLY)
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
         except OSError as exc:
             raise ModuleError(path, exc.errno, value) from None
         try:

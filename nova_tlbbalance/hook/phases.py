@@ -258,7 +258,10 @@ def release(dom, pol, config, log, extra):
         return 'module absent'
     vm = modclient.vm_dir_name(dom.name, dom.uuid)
     if client.exists(vm):
-        client.stop(vm)
+        try:
+            client.stop(vm)     # lifts any limit; rmdir does too
+        except modclient.ModuleError as exc:
+            log('warning', 'domain %r: %s' % (dom.name, exc))
     return 'unregistered' if client.unregister(vm) else 'was not registered'
 
 

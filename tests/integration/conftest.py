@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.integration import libvirt_host
+from . import libvirt_host
 
 HOOK_TIMEOUT = 5.0
 HUGEPAGES = 80          # 2 MiB pages in the host pool during the session

@@ -18,9 +18,8 @@ from nova_tlbbalance import modclient
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import proc
-from tests.integration import libvirt_host
-from tests.integration.conftest import (HOOK_TIMEOUT, cli, hook_records,
-                                        status_of, wait_hook)
+from . import libvirt_host
+from .conftest import HOOK_TIMEOUT, cli, hook_records, status_of, wait_hook
 
 NCPU = os.cpu_count()
 PINS = {0: '0', 1: str(min(1, NCPU - 1))}

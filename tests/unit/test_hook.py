@@ -1,0 +1,244 @@
+"""The hook's phases over a temporary /proc, /sys, libvirt run dir and a
+directory tree standing in for the module's configfs.
+
+UNIT TEST ONLY for the registration path: the module cannot be loaded on
+this host; tests/integration runs the hook under a real libvirtd (module
+absent) and tests/e2e against the real module inside a booted kernel.
+"""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nova_tlbbalance.hook import install
+from nova_tlbbalance.hook import main as hook_main
+from nova_tlbbalance.hook import phases
+from nova_tlbbalance import module_defs
+
+MiB = 1 << 20
+PID = 4321
+
+DOMAIN = """<domain type='kvm'>
+  <name>vm1</name><uuid>8700de68-5f03-4b08-add1-b64dbaea62f9</uuid>
+  <metadata>
+    <tlbbalance:policy xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
+       mode="balance" backing="%(backing)s" tlbi_scope="%(scope)s"
+       strict="%(strict)s">
+      <tlbbalance:param name="imbalance_threshold" value="25"/>
+    </tlbbalance:policy>
+  </metadata>
+  <memory unit='MiB'>256</memory>
+  %(membacking)s
+  <vcpu>2</vcpu>
+  <cpu><numa><cell id='0' cpus='0' memory='%(cell0)d' unit='MiB'/>
+  <cell id='1' cpus='1' memory='%(cell1)d' unit='MiB'/></numa></cpu>
+  <os><type arch='x86_64' machine='pc-i440fx-7.2'>hvm</type></os>
+</domain>"""
+
+
+def domain(backing='thp', scope='none', strict='false', cells=(128, 128),
+           membacking=''):
+    return (DOMAIN % dict(backing=backing, scope=scope, strict=strict,
+                          cell0=cells[0], cell1=cells[1],
+                          membacking=membacking)).encode()
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """A QEMU process with two vCPU threads and two RAM blocks."""
+    p, s, run = (str(tmp_path / n) for n in ('proc', 'sys', 'run'))
+    write('%s/vm1.pid' % run, str(PID))
+    for tid, comm in ((PID, 'qemu-system-x86'), (PID + 1, 'CPU 0/KVM'),
+                      (PID + 2, 'CPU 1/KVM')):
+        write('%s/%d/task/%d/comm' % (p, PID, tid), comm)
+    write('%s/kernel/mm/transparent_hugepage/hpage_pmd_size' % s, '2097152')
+    write('%s/kernel/mm/transparent_hugepage/enabled' % s,
+          'always [madvise] never')
+    write('%s/devices/system/node/node0/hugepages/hugepages-2048kB/'
+          'free_hugepages' % s, '200')
+    write(p + '/meminfo', 'Hugepagesize:       2048 kB\n')
+    fake.maps = lambda sizes: write('%s/%d/maps' % (p, PID), ''.join(
+        '%x-%x rw-p 00000000 00:00 0\n' % (0x7f0000000000 + i * GiB8,
+                                           0x7f0000000000 + i * GiB8 + m * MiB)
+        for i, m in enumerate(sizes)))
+    fake.maps((128, 128))
+    cfs = tmp_path / 'configfs'
+    log = tmp_path / 'hook.jsonl'
+    for k, v in (('TLBB_PROC', p), ('TLBB_SYS', s), ('TLBB_LIBVIRT_RUN', run),
+                 ('TLBB_CONFIGFS', str(cfs)), ('TLBB_HOOK_LOG', str(log)),
+                 ('TLBB_SYSLOG', ''),
+                 ('TLBB_STATE_DIR', str(tmp_path / 'state'))):
+        monkeypatch.setenv(k, v)
+    fake.cfs = cfs
+    fake.tmp = tmp_path
+    fake.records = lambda: [json.loads(x) for x in log.read_text().split(
+        '\n') if x] if log.exists() else []
+    return fake
+
+
+GiB8 = 8 << 30
+
+
+def load_module(fake):
+    """Stand in for the module: the vms/ dir and vm1's attribute files."""
+    d = fake.cfs / 'vms' / 'vm1'
+    d.mkdir(parents=True)
+    for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status') + tuple(
+            x.name for x in module_defs.params()):
+        (d / a).write_text('')
+    return d
+
+
+def run(op, xml, sub='begin'):
+    out = io.BytesIO()
+    rc = hook_main.main(['vm1', op, sub, '-'], io.BytesIO(xml), out)
+    return rc, out.getvalue()
+
+
+def test_untagged_and_passthrough(fake):
+    plain = b"<domain><name>x</name><memory>1</memory></domain>"
+    assert run('started', plain) == (0, b'')
+    assert fake.records() == []
+    xml = domain()
+    assert run('migrate', xml) == (0, xml)          # byte for byte
+    assert run('restore', plain) == (0, plain)
+    assert run('attach', xml) == (0, b'')
+    assert hook_main.main(['vm1'], io.BytesIO(b''), io.BytesIO()) == 2
+
+
+def test_untagged_path_imports_nothing():
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["x", "started", "begin", "-"], io.BytesIO(b"<d/>"),'
+            ' io.BytesIO()); '
+            'print(rc, sorted(k for k in sys.modules if k.startswith('
+            '"nova_tlbbalance")))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, check=True).stdout.split(' ', 1)
+    assert out[0] == '0'
+    assert 'phases' not in out[1] and 'policy' not in out[1], out[1]
+
+
+def test_started_registers(fake):
+    d = load_module(fake)
+    rc, _ = run('started', domain())
+    assert rc == 0
+    rec = fake.records()[-1]
+    assert rec['result'] == 'registered as vm1 (mode balance)', rec
+    assert (rec['pid'], rec['vcpus'], rec['ranges']) == (PID, 2, 2)
+    assert (d / 'pid').read_text() == str(PID)
+    assert (d / 'vcpu_tids').read_text() == '%d %d' % (PID + 1, PID + 2)
+    # pc machine, 256 MiB: both cells below 4 GiB, node0 first
+    assert (d / 'ranges').read_text() == (
+        '0x7f0200000000 0x8000000 0x0\n'
+        '0x7f0000000000 0x8000000 0x8000000\n')
+    assert (d / 'imbalance_threshold').read_text() == '25'
+    assert (d / 'mode').read_text() == 'balance'
+    # stopped: off; release: rmdir (a real configfs removes attributes)
+    assert run('stopped', domain(), 'end')[0] == 0
+    assert (d / 'mode').read_text() == 'off'
+    for f in d.iterdir():
+        f.unlink()
+    assert run('release', domain(), 'end')[0] == 0
+    assert fake.records()[-1]['result'] == 'unregistered'
+    assert not d.exists()
+
+
+def test_module_absent_logged_once(fake, capsys):
+    assert run('started', domain())[0] == 0
+    assert run('started', domain())[0] == 0
+    err = capsys.readouterr().err
+    assert err.count('kernel module is not loaded') == 1
+    assert fake.records()[-1]['result'] == 'module absent: not registered'
+    assert run('started', domain(strict='true'))[0] == 1
+    assert 'tlbbalance (strict policy) refuses domain' in \
+        capsys.readouterr().err
+
+
+def test_misaligned(fake, capsys):
+    load_module(fake)
+    fake.maps((129, 127))
+    assert run('started', domain(cells=(129, 127)))[0] == 0
+    rec = fake.records()[-1]
+    assert rec['result'].endswith('1 problem(s)'), rec
+    assert 'GPA 0x8100000' in capsys.readouterr().err
+    rc, _ = run('started', domain(cells=(129, 127), strict='true'))
+    assert rc == 1
+    assert 'off by 0x100000' in fake.records()[-1]['result']
+
+
+def test_tlbi_scope_checked(fake, monkeypatch):
+    load_module(fake)
+    monkeypatch.setattr(phases.proc, 'affinity', lambda tid: (0, 5))
+    s = os.environ['TLBB_SYS']
+    for cpu in range(8):
+        base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
+        write(base + 'die_id', str(cpu // 4))
+        write(base + 'cluster_id', str(cpu // 2))
+    assert run('started', domain(scope='die', strict='true'))[0] == 1
+    assert 'span 2 dies' in fake.records()[-1]['result']
+
+
+def test_prepare_hugetlbfs(fake):
+    hp = "<memoryBacking><hugepages/></memoryBacking>"
+    assert run('prepare', domain('hugetlbfs', membacking=hp))[0] == 0
+    assert fake.records()[-1]['result'] == (
+        'huge pages available: 128 x 2048 KiB on host node(s) 0 (200 free)')
+    big = domain('hugetlbfs', membacking=hp, cells=(300, 300))
+    assert run('prepare', big)[0] == 0              # not strict: warn only
+    assert 'not enough huge pages' in fake.records()[-1]['result']
+    big = domain('hugetlbfs', 'none', 'true', (300, 300), hp)
+    assert run('prepare', big)[0] == 1
+    assert '200 free 2048 KiB huge pages on host node(s) 0, 300 needed' in \
+        fake.records()[-1]['result']
+    assert run('prepare', domain('hugetlbfs', strict='true'))[0] == 1
+    assert 'no <memoryBacking><hugepages>' in fake.records()[-1]['result']
+
+
+def test_timeout_is_hard(fake, monkeypatch):
+    monkeypatch.setenv('TLBB_HOOK_TIMEOUT', '0.2')
+
+    def slow(*a):
+        time.sleep(5)
+    monkeypatch.setitem(phases.HANDLERS, 'started', slow)
+    t0 = time.monotonic()
+    assert run('started', domain())[0] == 0
+    assert run('started', domain(strict='true'))[0] == 1
+    assert time.monotonic() - t0 < 2
+    assert fake.records()[-1]['result'].startswith('timeout')
+
+
+def test_bad_policy_and_bad_setting_never_block(fake, monkeypatch, capsys):
+    bad = domain().replace(b'mode="balance"', b'mode="turbo"')
+    assert run('started', bad)[0] == 0
+    assert "bad policy" in fake.records()[-1]['result']
+    assert "'turbo'" in fake.records()[-1]['result']
+    monkeypatch.setenv('TLBB_HOOK_TIMEOUT', 'soon')
+    assert run('start', domain())[0] == 0
+    assert "TLBB_HOOK_TIMEOUT='soon'" in capsys.readouterr().err
+
+
+def test_installed_hook_runs(tmp_path):
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    install.install(dest, sys.executable,
+                    {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')})
+    text = open(dest).read()
+    assert text.startswith('#!%s\n' % sys.executable)
+    assert "os.environ.setdefault('TLBB_HOOK_TIMEOUT', '3')" in text
+    assert os.access(dest, os.X_OK)
+    xml = domain()
+    p = subprocess.run([dest, 'vm1', 'migrate', 'begin', '-'], input=xml,
+                       capture_output=True, env={'PATH': '/usr/bin:/bin'})
+    assert (p.returncode, p.stdout) == (0, xml)
+    assert install.main(['--dest', dest, '--uninstall']) == 0
+    assert not os.path.exists(dest)
