@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * t_lifecycle: the VM object's life (issue 2, test c).
+ *
+ *  - a new VM directory has one attribute per line of tlbb_params.def and
+ *    tlbb_stats.def, parameters at their defaults, "inject_enabled 1";
+ *  - register a live process, monitor it, let it exit: state reads
+ *    "exited" at once, mode "off", pid 0, and nothing can be restarted;
+ *  - 200 register/exit races, the process killed at every step of the
+ *    registration (and at random moments by a third process): every write
+ *    returns 0 or ESRCH, every VM ends "exited" or "off", rmdir works;
+ *  - no leak: the tlbb_vm slab and the module's own VM count are back to
+ *    where they started;
+ *  - rmmod with VMs registered fails and changes nothing; after rmdir it
+ *    succeeds, and the module loads again for the next tests.
+ *
+ * tlbb-test-timeout: 400
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfs.h"
+#include "tap.h"
+#include "thp.h"
+
+#define REGION		(4UL << 20)
+#define RACES		200
+#define MODULE_KO	"/modules/tlbbalance.ko"
+#define COST		"/sys/kernel/debug/tlbbalance/tick_cost"
+
+static void *region;
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Active tlbb_vm objects, after flushing per-CPU slabs; -1 if absent. */
+static long slab_active(void)
+{
+	char line[512], name[64];
+	long active = -1, n;
+	FILE *f;
+
+	file_printf("/sys/kernel/slab/tlbb_vm/shrink", "1\n");
+	f = fopen("/proc/slabinfo", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
+		    !strcmp(name, "tlbb_vm"))
+			active = n;
+	fclose(f);
+	return active;
+}
+
+/* The module's own count of VM objects (debugfs tick_cost "vms"). */
+static long live_vms(void)
+{
+	char buf[512], *p;
+	long n = file_read(COST, buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	p = strstr(buf, "vms ");
+	return p ? strtol(p + 4, NULL, 10) : -1;
+}
+
+/* A child that only waits to be killed, sharing our mapping of region. */
+static pid_t spawn_holder(void)
+{
+	pid_t pid = fork();
+
+	tap_require(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Wait up to ms for vms/<vm>/state to read want. */
+static int wait_state(const char *vm, const char *want, unsigned int ms,
+		      char *got, size_t size)
+{
+	unsigned int t;
+
+	for (t = 0; t <= ms; t += 10) {
+		if (tlbb_get(vm, "state", got, size) >= 0 && !strcmp(got, want))
+			return 0;
+		msleep(10);
+	}
+	return -1;
+}
+
+static void test_attributes(void)
+{
+	char buf[256], st[64];
+	int bad = 0;
+
+	tap_ok(file_read(TLBB_CFS_ROOT "/version", buf, sizeof(buf)) > 0 &&
+	       !strcmp(buf, "1\n"), "version reads 1");
+	tap_require(!tlbb_vm_create("lc-attrs"), "mkdir vms/lc-attrs");
+#define TLBB_PARAM(name, def, min, max, unit, help)			\
+	if (tlbb_get_u64("lc-attrs", #name) != (uint64_t)(def)) {	\
+		tap_diag("%s is not its default %llu", #name,		\
+			 (unsigned long long)(def));			\
+		bad++;							\
+	}
+#include "tlbb_params.def"
+#undef TLBB_PARAM
+	tap_ok(!bad, "every parameter of tlbb_params.def reads its default");
+	bad = 0;
+#define TLBB_STAT(name, kind, help)					\
+	if (tlbb_get("lc-attrs", #name, buf, sizeof(buf)) < 0 ||	\
+	    tlbb_status("lc-attrs", #name, st, sizeof(st))) {		\
+		tap_diag("stat %s missing (attribute or status)", #name); \
+		bad++;							\
+	}
+#include "tlbb_stats.def"
+#undef TLBB_STAT
+	tap_ok(!bad, "every stat of tlbb_stats.def has an attribute and a status line");
+	tap_ok(!tlbb_status("lc-attrs", "inject_enabled", st, sizeof(st)) &&
+	       !strcmp(st, "1"), "status reports inject_enabled 1");
+	tap_ok(!tlbb_status("lc-attrs", "mode", st, sizeof(st)) &&
+	       !strcmp(st, "off") &&
+	       !tlbb_status("lc-attrs", "pid", buf, sizeof(buf)) &&
+	       !strcmp(buf, "0"), "a new VM is off with pid 0");
+	tap_ok(!tlbb_vm_remove("lc-attrs"), "rmdir vms/lc-attrs");
+}
+
+static void test_exit(void)
+{
+	char buf[256];
+	pid_t child = spawn_holder();
+	int err;
+
+	tap_require(!tlbb_vm_create("lc-exit"), "mkdir vms/lc-exit");
+	err = tlbb_set("lc-exit", "pid", "%d\n", child);
+	err = err ?: tlbb_set("lc-exit", "vcpu_tids", "%d\n", child);
+	err = err ?: tlbb_set("lc-exit", "ranges", "%p %lu 0\n", region,
+			      REGION);
+	err = err ?: tlbb_set("lc-exit", "interval_ms", "20\n");
+	err = err ?: tlbb_set("lc-exit", "mode", "monitor\n");
+	tap_ok(!err, "register a live process and monitor it (%s)",
+	       strerror(-err));
+	tlbb_get("lc-exit", "backend", buf, sizeof(buf));
+	tap_diag("counting backend without injection: %s", buf);
+	tap_ok(!strncmp(buf, "unavailable: ", 13) || !strncmp(buf, "pmu: ", 5),
+	       "backend is a PMU or says why it is unavailable");
+	tap_ok(!tlbb_inject("lc-exit", 1000, 1000), "inject refills");
+	msleep(200);
+	tlbb_get("lc-exit", "backend", buf, sizeof(buf));
+	tap_ok(!strcmp(buf, "inject"), "backend reads inject");
+	tap_ok(tlbb_get_u64("lc-exit", "ticks") > 0 &&
+	       tlbb_get_u64("lc-exit", "refills_small_total") > 0,
+	       "the controller ticks on injected refills");
+
+	reap(child);
+	tap_ok(!wait_state("lc-exit", "exited", 1000, buf, sizeof(buf)),
+	       "state reads exited within 1 s of the exit (%s)", buf);
+	tlbb_get("lc-exit", "mode", buf, sizeof(buf));
+	tap_ok(!strcmp(buf, "off") && tlbb_get_u64("lc-exit", "pid") == 0,
+	       "mode off and pid 0 after the exit");
+	tap_ok(tlbb_set("lc-exit", "mode", "monitor\n") == -ESRCH,
+	       "monitor after exit: ESRCH");
+	tap_ok(tlbb_set("lc-exit", "pid", "%d\n", child) == -ESRCH,
+	       "the dead pid: ESRCH");
+	tap_ok(!tlbb_vm_remove("lc-exit"), "rmdir after exit");
+}
+
+/* The registration steps; the process is killed before step k. */
+static int reg_step(const char *vm, int step, pid_t child)
+{
+	switch (step) {
+	case 0: return tlbb_set(vm, "pid", "%d\n", child);
+	case 1: return tlbb_set(vm, "vcpu_tids", "%d\n", child);
+	case 2: return tlbb_set(vm, "ranges", "%p %lu 0\n", region, REGION);
+	case 3: return tlbb_set(vm, "interval_ms", "10\n");
+	case 4: return tlbb_set(vm, "mode", "monitor\n");
+	case 5: return tlbb_inject(vm, 2180000, 400);
+	case 6: return tlbb_set(vm, "mode", "balance\n");
+	default: return 0;
+	}
+}
+
+#define NSTEPS 8
+
+static void test_races(void)
+{
+	int bad_err = 0, bad_state = 0, bad_rmdir = 0, i, s;
+	char vm[32], st[64];
+
+	for (i = 0; i < RACES; i++) {
+		pid_t child = spawn_holder(), killer = 0;
+		int kill_at = i % NSTEPS;
+
+		snprintf(vm, sizeof(vm), "race%d", i);
+		tap_require(!tlbb_vm_create(vm), "mkdir vms/%s", vm);
+		if (i % 2) {
+			/* a third process kills at a random moment */
+			killer = fork();
+			if (!killer) {
+				struct timespec ts = { 0, (rand() % 4000) * 1000L };
+
+				nanosleep(&ts, NULL);
+				kill(child, SIGKILL);
+				_exit(0);
+			}
+			kill_at = NSTEPS;
+		}
+		for (s = 0; s < NSTEPS; s++) {
+			int err;
+
+			if (s == kill_at)
+				kill(child, SIGKILL);
+			err = reg_step(vm, s, child);
+			/* ESRCH: gone; EINVAL: mode before ranges took */
+			if (err && err != -ESRCH && err != -EINVAL) {
+				tap_diag("%s step %d: %s", vm, s,
+					 strerror(-err));
+				bad_err++;
+			}
+		}
+		if (killer)
+			waitpid(killer, NULL, 0);
+		reap(child);
+		if (wait_state(vm, "exited", 2000, st, sizeof(st)) &&
+		    strcmp(st, "off")) {
+			tap_diag("%s ended in state %s", vm, st);
+			bad_state++;
+		}
+		if (tlbb_vm_remove(vm)) {
+			tap_diag("rmdir %s: %s", vm, strerror(errno));
+			bad_rmdir++;
+		}
+	}
+	tap_ok(!bad_err, "%d register/exit races: every write returned 0 or ESRCH/EINVAL",
+	       RACES);
+	tap_ok(!bad_state, "every raced VM ended exited (or off if never registered)");
+	tap_ok(!bad_rmdir, "every raced VM was removed");
+}
+
+static void test_rmmod(void)
+{
+	pid_t child = spawn_holder();
+	char buf[64];
+	int fd, ret, err;
+
+	tap_require(!tlbb_vm_create("lc-rm1") && !tlbb_vm_create("lc-rm2"),
+		    "mkdir two VMs");
+	err = tlbb_set("lc-rm1", "pid", "%d\n", child);
+	err = err ?: tlbb_set("lc-rm1", "ranges", "%p %lu 0\n", region, REGION);
+	err = err ?: tlbb_set("lc-rm1", "mode", "balance\n");
+	tap_ok(!err, "one VM in balance mode");
+
+	ret = syscall(SYS_delete_module, "tlbbalance", O_NONBLOCK);
+	err = errno;
+	tap_ok(ret < 0, "rmmod with VMs registered fails (%s)",
+	       ret < 0 ? strerror(err) : "it succeeded");
+	tap_ok(!access("/sys/module/tlbbalance", F_OK) &&
+	       tlbb_get("lc-rm1", "mode", buf, sizeof(buf)) > 0 &&
+	       !strcmp(buf, "balance"),
+	       "the module and its VMs are still there");
+
+	tap_ok(!tlbb_vm_remove("lc-rm1") && !tlbb_vm_remove("lc-rm2"),
+	       "rmdir both VMs");
+	reap(child);
+	ret = syscall(SYS_delete_module, "tlbbalance", O_NONBLOCK);
+	tap_ok(!ret, "rmmod without VMs succeeds (%s)",
+	       ret ? strerror(errno) : "ok");
+	tap_ok(access(TLBB_CFS_ROOT, F_OK) && errno == ENOENT,
+	       "configfs tree gone after rmmod");
+
+	fd = open(MODULE_KO, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -1 : syscall(SYS_finit_module, fd, "allow_inject=1", 0);
+	tap_ok(!ret, "module loads again (%s)", ret ? strerror(errno) : "ok");
+	if (fd >= 0)
+		close(fd);
+	tap_ok(file_read(TLBB_CFS_ROOT "/version", buf, sizeof(buf)) > 0,
+	       "configfs tree back");
+}
+
+int main(void)
+{
+	long slab0, slab1, vms1;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	srand(2);
+	region = thp_alloc(REGION, 0, 1);
+	thp_fill(region, REGION, 1);
+	slab0 = slab_active();
+	tap_diag("tlbb_vm slab objects at start: %ld", slab0);
+	tap_ok(slab0 >= 0, "/proc/slabinfo lists the dedicated tlbb_vm cache");
+
+	test_attributes();
+	test_exit();
+	test_races();
+
+	slab1 = slab_active();
+	vms1 = live_vms();
+	tap_ok(slab1 == slab0, "no leak: tlbb_vm slab objects back to %ld (%ld)",
+	       slab0, slab1);
+	tap_ok(vms1 == 0, "no leak: module counts 0 VM objects (%ld)", vms1);
+
+	test_rmmod();
+	return tap_done();
+}
