@@ -1,0 +1,113 @@
+"""vmreport over temporary /proc, /sys trees and a stand-in libvirt
+connection (the real libvirtd is used by tests/integration; this covers the
+KVM-only paths that cannot run on this host: query-stats stage-2 counts and
+a registered module)."""
+
+import os
+
+from nova_tlbbalance import modclient
+from nova_tlbbalance.probes import vmreport
+
+MiB = 1 << 20
+PID = 500
+HVA = 0x7f0000000000
+
+XML = """<domain type='kvm'><name>vm1</name><uuid>u</uuid>
+<metadata><tlbbalance:policy
+ xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
+ mode="monitor" backing="thp"/></metadata>
+<memory unit='MiB'>64</memory><vcpu>1</vcpu>
+<cputune><vcpupin vcpu='0' cpuset='%s'/></cputune>
+<os><type arch='x86_64' machine='pc-q35-7.2'>hvm</type></os></domain>"""
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+class FakeMonitor:
+    def __init__(self, hva):
+        self.hva = hva
+
+    def gpa2hva(self, gpa):
+        return self.hva + gpa, 'pc.ram'
+
+    def vm_stats(self):
+        return {'pages_4k': 10, 'pages_2m': 31, 'max_mmu_page_hash': 3}
+
+
+class FakeConn:
+    def __init__(self, xml, hva):
+        self.xml = xml
+        self.hva = hva
+
+    def running(self):
+        return [('vm1', self.xml, None)]
+
+    def monitor(self, dom):
+        return FakeMonitor(self.hva)
+
+    def close(self):
+        pass
+
+
+def tree(tmp_path):
+    p, s, run = (str(tmp_path / n) for n in ('proc', 'sys', 'run'))
+    me = os.getpid()    # a real thread id, so affinity can be read
+    write(run + '/vm1.pid', str(PID))
+    write('%s/%d/task/%d/comm' % (p, PID, me), 'CPU 0/KVM')
+    write('%s/%d/maps' % (p, PID), '%x-%x rw-p 00000000 00:00 0\n'
+          % (HVA, HVA + 64 * MiB))
+    write('%s/%d/smaps' % (p, PID), '%x-%x rw-p 00000000 00:00 0\n'
+          'AnonHugePages:     63488 kB\nRss:    65536 kB\n'
+          % (HVA, HVA + 64 * MiB))
+    write(s + '/kernel/mm/transparent_hugepage/hpage_pmd_size', '2097152')
+    write(s + '/devices/system/cpu/cpu0/topology/die_id', '0')
+    cfs = tmp_path / 'cfs'
+    (cfs / 'vms' / 'vm1').mkdir(parents=True)
+    (cfs / 'vms' / 'vm1' / 'status').write_text(
+        'huge_pages 31\nstate monitoring\npid %d\n' % PID)
+    return vmreport.Roots(p, s, run, str(cfs))
+
+
+def cpus():
+    return ','.join(str(c) for c in sorted(os.sched_getaffinity(0)))
+
+
+def test_kvm_vm_report(tmp_path):
+    roots = tree(tmp_path)
+    host, reps = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
+    (rep,) = reps
+    assert rep['errors'] == []
+    assert rep['stage2'] == {'pages_4k': 10, 'pages_2m': 31}
+    assert rep['coverage']['coverage'] == 62 / 64
+    assert rep['aligned'] and rep['ranges'][0]['gpa2hva'] == HVA
+    assert rep['module']['registered'] is True
+    assert rep['module']['status']['state'] == 'monitoring'
+    assert rep['vcpus'][0]['accel'] == 'KVM'
+    assert host['module']['loaded'] and '_topology' not in \
+        vmreport.public(host)
+
+
+def test_gpa2hva_is_authoritative(tmp_path):
+    roots = tree(tmp_path)
+    _, (rep,) = vmreport.collect(
+        roots, conn=FakeConn(XML % cpus(), HVA + 0x1000))
+    r = rep['ranges'][0]
+    assert r['hva'] == HVA and r['gpa2hva'] == HVA + 0x1000
+    assert r['misalignment'] == 0x1000 and rep['aligned'] is False
+
+
+def test_registered_pid_mismatch_and_no_module(tmp_path):
+    roots = tree(tmp_path)
+    (tmp_path / 'cfs/vms/vm1/status').write_text('pid 1\n')
+    _, (rep,) = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
+    assert rep['module']['registered'] is False
+    assert 'registered pid 1 is not QEMU pid 500' in rep['module']['reason']
+    roots.configfs = str(tmp_path / 'none')
+    _, (rep,) = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
+    assert rep['module'] == {'registered': False,
+                             'reason': 'module not loaded'}
+    assert modclient.Client(roots.configfs).present() is False

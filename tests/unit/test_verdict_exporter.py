@@ -1,0 +1,92 @@
+"""verify's reasons and the exporter's text, from synthetic VM reports."""
+
+import copy
+
+from nova_tlbbalance import exporter
+from nova_tlbbalance import module_defs
+from nova_tlbbalance.cli import status
+from nova_tlbbalance.probes import verdict
+
+MiB = 1 << 20
+
+HOST = {'thp': 'madvise', 'hpage_pmd_size': 2 * MiB, 'cpus': 8, 'dies': 2,
+        'clusters': 4, 'dvmbm': {'enabled': True, 'source': 'kernel log'},
+        'module': {'loaded': True, 'configfs': '/cfs'}}
+
+GOOD = {
+    'name': 'vm1', 'errors': [], 'managed': True, 'memory': 256 * MiB,
+    'backing': 'anonymous immediate', 'page_size': 2 * MiB, 'pid': 7,
+    'policy': {'mode': 'balance', 'backing': 'thp', 'tlbi_scope': 'die',
+               'strict': False, 'params': {}},
+    'ranges': [{'block': 'pc.ram', 'gpa': 0, 'hva': 0x7f0000000000,
+                'gpa2hva': 0x7f0000000000, 'length': 256 * MiB,
+                'misalignment': 0, 'ambiguous': False}],
+    'aligned': True,
+    'coverage': {'anon_huge': 255 * MiB, 'hugetlb': 0, 'size': 256 * MiB,
+                 'coverage': 255 / 256, 'rss': 256 * MiB,
+                 'kernel_page': 4096},
+    'vcpus': [{'vcpu': 0, 'tid': 8, 'accel': 'KVM', 'affinity': '0',
+               'pinned': '0', 'matches_pin': True}],
+    'cpus_allowed': '0', 'dies': 1, 'clusters': 1,
+    'stage2': {'pages_4k': 160, 'pages_2m': 127},
+    'module': {'registered': True, 'dir': 'vm1', 'status': {
+        'huge_pages': '127', 'huge_limit': '128', 'load': '12.500',
+        'state': 'idle', 'cpus_allowed': '0', 'pid': '7'}},
+}
+
+
+def test_good_vm_passes():
+    assert verdict.reasons(GOOD) == []
+    unmanaged = dict(GOOD, managed=False, policy=None, aligned=False)
+    assert verdict.reasons(unmanaged) == []
+
+
+def test_each_failure_is_named():
+    bad = copy.deepcopy(GOOD)
+    bad['ranges'][0].update(misalignment=0x1000, gpa2hva=0x7f0000001000)
+    bad['coverage']['coverage'] = 0.5
+    bad['dies'] = 2
+    bad['cpus_allowed'] = '0,7'
+    bad['vcpus'][0].update(affinity='0,7', matches_pin=False)
+    bad['module'] = {'registered': False, 'reason': 'module not loaded'}
+    why = verdict.reasons(bad)
+    assert len(why) == 6, why
+    assert why[0].startswith('misaligned: RAM block pc.ram GPA 0x0 at HVA '
+                             '0x7f0000001000 is off by 0x1000')
+    assert 'not at 0x7f0000000000 as read from /proc' in why[1]
+    assert why[2].startswith('under-covered: 50.0 %')
+    assert why[3].startswith('scope wider than asked: tlbi_scope=die')
+    assert 'pinned to 0' in why[4]
+    assert why[5] == ('not registered with the tlbbalance module: module '
+                      'not loaded')
+    assert len(verdict.reasons(bad, min_coverage=0.4,
+                               need_module=False)) == 4
+
+
+def test_status_table():
+    text = status.table(HOST, [GOOD])
+    assert 'DVMBM enabled (kernel log), module loaded' in text
+    line = text.splitlines()[2].split()
+    assert line[:5] == ['vm1', 'balance/thp/die', 'anonymous', 'immediate',
+                        '99.6%']
+    assert 'pages_2m=127' in text and 'idle 127/128' in text
+
+
+def test_exporter_uses_stat_names_from_def():
+    text = exporter.render(HOST, [GOOD], {'vm1': []})
+    assert 'tlbbalance_host_dvmbm_enabled 1\n' in text
+    assert 'tlbbalance_vm_huge_coverage_ratio{vm="vm1"} 0.996094' in text
+    assert 'tlbbalance_vm_stage2_pages{size="pages_2m",vm="vm1"} 127' in text
+    assert 'tlbbalance_huge_pages{vm="vm1"} 127' in text
+    assert 'tlbbalance_load{vm="vm1"} 12.5' in text
+    assert 'tlbbalance_state_info{value="idle",vm="vm1"} 1' in text
+    assert 'tlbbalance_vm_verify_failures{vm="vm1"} 0' in text
+    kinds = {s.name: s.kind for s in module_defs.stats()}
+    assert kinds['load'] == 'milli' and kinds['state'] == 'str'
+    # every sample line belongs to a declared metric
+    declared = {ln.split()[2] for ln in text.splitlines()
+                if ln.startswith('# TYPE')}
+    for ln in text.splitlines():
+        if not ln.startswith('#'):
+            assert ln.split('{')[0].split(' ')[0] in declared, ln
+    assert exporter._labels({'vm': 'a"b\\c'}) == '{vm="a\\"b\\\\c"}'
