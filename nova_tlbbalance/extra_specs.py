@@ -109,8 +109,8 @@ def _policy_specs():
 def _param_specs():
     return tuple(
         Spec(p.name, 'int', p.default,
-             'Controller tunable (overrides the module\'s default): '
-             + p.help + '.',
+             'Overrides the kernel module\'s default for this VM: %s.'
+             % p.help,
              min=p.min, max=p.max, unit=p.unit, param=True)
         for p in module_defs.params())
 

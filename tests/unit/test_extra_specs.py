@@ -1,0 +1,66 @@
+"""nova_tlbbalance.extra_specs: the one table, derived from module_defs."""
+
+import pytest
+
+from nova_tlbbalance import extra_specs as es
+from nova_tlbbalance import module_defs
+
+
+def test_one_key_per_tunable_with_the_module_limits():
+    params = module_defs.params()
+    specs = [s for s in es.SPECS if s.param]
+    assert [s.name for s in specs] == [p.name for p in params]
+    for s, p in zip(specs, params):
+        assert (s.key, s.kind, s.min, s.max, s.default, s.unit) == \
+            ('tlbbalance:' + p.name, 'int', p.min, p.max, p.default, p.unit)
+        assert p.help in s.description
+
+
+def test_policy_keys():
+    assert es.POLICY_KEYS == ('tlbbalance:mode', 'tlbbalance:backing',
+                              'tlbbalance:tlbi_scope', 'tlbbalance:strict')
+    assert es.spec('tlbbalance:mode').choices == ('off', 'monitor',
+                                                  'balance')
+    assert es.spec('tlbbalance:backing').choices == ('thp', 'hugetlbfs',
+                                                     'none')
+    assert es.spec('tlbbalance:tlbi_scope').choices == ('none', 'die',
+                                                        'cluster')
+    for s in es.SPECS:
+        if not s.param:
+            assert s.parse(s.default) == s.default
+
+
+@pytest.mark.parametrize('p', module_defs.params(), ids=lambda p: p.name)
+def test_int_limits(p):
+    s = es.spec('tlbbalance:' + p.name)
+    assert s.parse(str(p.min)) == p.min
+    assert s.parse(' %d ' % p.max) == p.max
+    for bad in (str(p.max + 1), '-1', '1e3', '0x10', ''):
+        if bad == '-1' and p.min == 0:
+            pass
+        with pytest.raises(ValueError, match='tlbbalance:' + p.name):
+            s.parse(bad)
+
+
+@pytest.mark.parametrize('value,want', [
+    ('true', 'true'), ('True', 'true'), ('yes', 'true'), ('1', 'true'),
+    ('on', 'true'), ('false', 'false'), ('No', 'false'), ('0', 'false'),
+    ('off', 'false'), (True, 'true'), (False, 'false')])
+def test_bool_spellings(value, want):
+    assert es.spec('tlbbalance:strict').parse(value) == want
+
+
+def test_enum_is_case_sensitive_like_nova():
+    with pytest.raises(ValueError, match='off | monitor | balance'):
+        es.spec('tlbbalance:mode').parse('Balance')
+
+
+def test_unknown_key():
+    with pytest.raises(ValueError, match="unknown extra spec 'tlbbalance:x'"):
+        es.spec('tlbbalance:x')
+
+
+def test_ours_filters_the_namespace():
+    assert es.ours({'tlbbalance:mode': 'off', 'hw:cpu_policy': 'x',
+                    'tlbbalancex:y': 1}) == {'tlbbalance:mode': 'off'}
+    assert es.ours(None) == {}

@@ -1,0 +1,183 @@
+"""nova_tlbbalance.policy: flavor extra specs <-> Policy <-> <metadata>."""
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from nova_tlbbalance import module_defs
+from nova_tlbbalance.policy import NS, Policy
+
+# The example of docs/design/interfaces.md, verbatim.
+DOC_EXAMPLE = """
+<metadata>
+  <tlbbalance:policy xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
+                     mode="balance" backing="thp" tlbi_scope="die" strict="false">
+    <tlbbalance:param name="imbalance_threshold" value="20"/>
+    <!-- only the params the flavor overrides; the module's defaults otherwise -->
+  </tlbbalance:policy>
+</metadata>
+"""
+
+
+def domain(metadata='', name='vm1'):
+    return ('<domain type="qemu"><name>%s</name><memory>1048576</memory>'
+            '<vcpu>2</vcpu>%s</domain>' % (name, metadata))
+
+
+def test_untagged_flavor_is_not_managed():
+    assert Policy.from_extra_specs({}) is None
+    assert Policy.from_extra_specs(None) is None
+    assert Policy.from_extra_specs({'hw:cpu_policy': 'dedicated'}) is None
+
+
+def test_defaults_of_the_table():
+    p = Policy.from_extra_specs({'tlbbalance:mode': 'monitor'})
+    assert (p.mode, p.backing, p.tlbi_scope, p.strict, p.params) == \
+        ('monitor', 'thp', 'none', False, {})
+
+
+def test_full_policy_round_trip():
+    specs = {'tlbbalance:mode': 'balance', 'tlbbalance:backing': 'hugetlbfs',
+             'tlbbalance:tlbi_scope': 'cluster', 'tlbbalance:strict': 'yes',
+             'tlbbalance:samples': '7', 'tlbbalance:floor_pages': '0',
+             'hw:mem_page_size': 'large'}
+    p = Policy.from_extra_specs(specs)
+    assert p.strict is True
+    assert p.params == {'samples': 7, 'floor_pages': 0}
+    assert Policy.from_xml(p.to_xml()) == p
+    assert Policy.from_xml(p.to_element()) == p
+    assert Policy.from_domain_xml(
+        domain('<metadata>%s</metadata>' % p.to_xml(pretty=True))) == p
+    assert Policy.from_extra_specs(p.to_extra_specs()) == p
+
+
+def test_xml_uses_documented_prefix_and_def_order():
+    p = Policy(mode='balance', params={'samples': 4,
+                                       'imbalance_threshold': 9})
+    text = p.to_xml()
+    assert text.startswith('<tlbbalance:policy xmlns:tlbbalance="%s"' % NS)
+    names = [e.get('name') for e in ET.fromstring(text)]
+    order = [q.name for q in module_defs.params()]
+    assert names == sorted(names, key=order.index)
+
+
+def test_documented_example_parses():
+    p = Policy.from_domain_xml(domain(DOC_EXAMPLE))
+    assert p == Policy(mode='balance', backing='thp', tlbi_scope='die',
+                       strict=False, params={'imbalance_threshold': 20})
+
+
+def test_unmanaged_domain():
+    assert Policy.from_domain_xml(domain()) is None
+    assert Policy.from_domain_xml(domain('<metadata><x/></metadata>')) \
+        is None
+
+
+def test_effective_params_fill_module_defaults():
+    p = Policy(mode='monitor', params={'samples': 9})
+    eff = p.effective_params()
+    for q in module_defs.params():
+        assert eff[q.name] == (9 if q.name == 'samples' else q.default)
+
+
+def test_defaults_apply_to_missing_keys_and_untagged():
+    d = {'mode': 'monitor', 'backing': 'none', 'tlbi_scope': None,
+         'strict': True}
+    p = Policy.from_extra_specs({}, d)
+    assert (p.mode, p.backing, p.strict) == ('monitor', 'none', True)
+    p = Policy.from_extra_specs({'tlbbalance:backing': 'thp'}, d)
+    assert (p.mode, p.backing) == ('monitor', 'thp')
+    # Defaults without a mode do not make untagged flavors managed.
+    assert Policy.from_extra_specs({}, {'backing': 'none'}) is None
+
+
+@pytest.mark.parametrize('specs,words', [
+    ({'tlbbalance:mode': 'fast'},
+     ['tlbbalance:mode', "'fast'", 'off | monitor | balance']),
+    ({'tlbbalance:backing': 'huge'},
+     ['tlbbalance:backing', 'thp | hugetlbfs | none']),
+    ({'tlbbalance:tlbi_scope': 'socket'}, ['tlbbalance:tlbi_scope']),
+    ({'tlbbalance:strict': 'maybe'}, ['tlbbalance:strict', 'true | false']),
+    ({'tlbbalance:samples': '0'}, ['tlbbalance:samples', '1..64']),
+    ({'tlbbalance:samples': '3.5'}, ['tlbbalance:samples']),
+    ({'tlbbalance:nonsense': '1'}, ["'tlbbalance:nonsense'", 'known:']),
+])
+def test_bad_extra_specs_name_the_key(specs, words):
+    with pytest.raises(ValueError) as exc:
+        Policy.from_extra_specs(specs)
+    for word in words:
+        assert word in str(exc.value)
+
+
+def test_every_bad_key_is_reported_at_once():
+    with pytest.raises(ValueError) as exc:
+        Policy.from_extra_specs({'tlbbalance:mode': 'x',
+                                 'tlbbalance:samples': '99'})
+    assert 'tlbbalance:mode' in str(exc.value)
+    assert 'tlbbalance:samples' in str(exc.value)
+
+
+def test_bad_default_says_so():
+    with pytest.raises(ValueError, match='from the defaults'):
+        Policy.from_extra_specs({}, {'mode': 'fast'})
+
+
+def _pol(attrs='mode="balance"', body=''):
+    return domain('<metadata><t:policy xmlns:t="%s" %s>%s</t:policy>'
+                  '</metadata>' % (NS, attrs, body), name='web-1')
+
+
+@pytest.mark.parametrize('xml,words', [
+    (_pol('mode="bal"'), ["domain 'web-1'", 'mode', "'bal'"]),
+    (_pol('backing="thp"'), ['mode is missing']),
+    (_pol('mode="off" colour="red"'), ['unknown attribute', 'colour']),
+    (_pol(body='<t:param name="samples"/>'), ['needs name and value']),
+    (_pol(body='<t:param name="nope" value="1"/>'), ['nope', 'known']),
+    (_pol(body='<t:param name="samples" value="65"/>'),
+     ['samples', '1..64']),
+    (_pol(body='<t:param name="samples" value="2"/>'
+               '<t:param name="samples" value="3"/>'), ['given twice']),
+    (_pol(body='<t:other/>'), ['unexpected child']),
+    (domain('<metadata><t:policy xmlns:t="%s" mode="off"/>'
+            '<t:policy xmlns:t="%s" mode="off"/></metadata>' % (NS, NS)),
+     ['2 <tlbbalance:policy> elements']),
+    ('<domain><name>x</name', ['not well-formed']),
+    ('<network/>', ['not <domain>']),
+])
+def test_bad_domain_xml_names_the_culprit(xml, words):
+    with pytest.raises(ValueError) as exc:
+        Policy.from_domain_xml(xml)
+    for word in words:
+        assert word in str(exc.value)
+
+
+def test_from_xml_wrong_element():
+    with pytest.raises(ValueError, match='expected <tlbbalance:policy>'):
+        Policy.from_xml('<policy mode="off"/>')
+
+
+def test_bytes_input():
+    p = Policy(mode='off')
+    assert Policy.from_domain_xml(
+        domain('<metadata>%s</metadata>' % p.to_xml()).encode()) == p
+
+
+def test_invalid_policy_cannot_be_built():
+    with pytest.raises(ValueError, match='tlbbalance:mode'):
+        Policy(mode='on')
+    with pytest.raises(ValueError, match='unknown tlbbalance parameter'):
+        Policy(params={'speed': 1})
+
+
+def test_hook_import_path_is_stdlib_only():
+    # The libvirt hook imports this module on every VM start: no lxml,
+    # nova or oslo may come with it.
+    code = ('import sys, nova_tlbbalance.policy; '
+            'bad = [m for m in sys.modules if m.split(".")[0] in '
+            '("lxml", "nova", "oslo_config", "oslo_log")]; '
+            'print(",".join(bad))')
+    out = subprocess.run([sys.executable, '-c', code], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    assert out == ''
