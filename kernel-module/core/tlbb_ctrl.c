@@ -90,7 +90,7 @@ static u64 tlbb_min(u64 a, u64 b)
 }
 
 /*
- * min(@cap, a * b / d), rounded down, b != 0. Exact while a * b fits in 64
+ * min(@cap, a * b / d), rounded down. Exact while a * b fits in 64
  * bits; otherwise a and d are halved together until it does, which keeps
  * the relative error below 2^-18 for any result under 2^44 (every cap used
  * here is lower), as d then still has 19 significant bits. d == 0 gives
@@ -98,6 +98,8 @@ static u64 tlbb_min(u64 a, u64 b)
  */
 static u64 tlbb_mul_div_cap(u64 a, u64 b, u64 d, u64 cap)
 {
+	if (!b)		/* only from parameters poked past set_params */
+		return 0;
 	while (a > TLBB_U64_MAX / b) {
 		a >>= 1;
 		d >>= 1;
@@ -358,7 +360,8 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 	    c->state == TLBB_ST_FORMING)
 		c->state = TLBB_ST_COUNTING;
 	tlbb_sample(c, in);
-	if (c->nsamples < c->p.samples)
+	/* The array bounds the window even if c->p was written directly. */
+	if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES)
 		return act;
 	dec = tlbb_decide(c, in->huge_in_use);
 	return dec != TLBB_ACT_NONE ? dec : act;

@@ -114,6 +114,11 @@ TEST(load_corners)
 	/* Product overflows 64 bits and the divisor is large: scaled. */
 	TEST_ASSERT_EQ(load_of(&p, 1ULL << 62, 0, 0xffffffffu),
 		       ref_load(&p, 1ULL << 62, 0, 0xffffffffu));
+	/* The sum carries out of 64 bits and the divisor is large. */
+	p.refill_cost_ns = 1;
+	TEST_ASSERT_EQ(load_of(&p, 3ULL << 62, 3ULL << 62, 0xffffffffu),
+		       ref_load(&p, 3ULL << 62, 3ULL << 62, 0xffffffffu));
+	p.refill_cost_ns = 1000000;
 	/* Product overflows and the divisor is tiny: capped. */
 	p.interval_ms = 1;
 	TEST_ASSERT_EQ(load_of(&p, 1ULL << 62, 0, 1), TLBB_LOAD_MAX_MILLI);

@@ -635,3 +635,46 @@ TEST(extreme_counts_through_the_tick)
 	test_vm_ticks(&vm, 1, 0, 0);
 	TEST_ASSERT_EQ(vm.c.ticks, m);
 }
+
+/*
+ * The module should change parameters through tlbb_ctrl_set_params(), but a
+ * struct field written directly must still never fault or overrun: every
+ * parameter poked to 0 and to U64_MAX, one at a time, for a few hundred
+ * ticks of varied load (run under UBSan+ASan by `make test`).
+ */
+TEST(poked_params_never_fault)
+{
+	static const u64 counts[][2] = {
+		{ MCF_HUGE_PER_TICK, MCF_SMALL_PER_TICK },
+		{ SMALLLOAD_HUGE_PER_TICK, SMALLLOAD_SMALL_PER_TICK },
+		{ 0, 0 }, { ~0ULL, 1 }, { 1, ~0ULL },
+	};
+	static const u64 pokes[] = { 0, 1000, ~0ULL };
+	struct tlbb_params p;
+	struct test_vm vm;
+	unsigned int id, k, t;
+	u64 *field;
+
+	test_params(&p);
+	p.sustain_ms = 0;
+	for (id = 0; id < TLBB_P_COUNT; id++) {
+		for (k = 0; k < sizeof(pokes) / sizeof(pokes[0]); k++) {
+			test_vm_init(&vm, &p, 64, false);
+			field = (u64 *)&vm.c.p + id;
+			*field = pokes[k];
+			for (t = 0; t < 300; t++)
+				test_vm_tick(&vm, counts[t / 20 % 5][0],
+					     counts[t / 20 % 5][1]);
+			TEST_ASSERT(vm.c.nsamples < TLBB_MAX_SAMPLES,
+				    "%s: window overran",
+				    tlbb_param_descs[id].name);
+		}
+	}
+	/* A window of samples = 1000 stops at the array's 64. */
+	test_vm_init(&vm, &p, 64, false);
+	vm.c.p.samples = 1000;
+	mcf(&vm, TLBB_MAX_SAMPLES - 1);
+	TEST_ASSERT_EQ(vm.c.limit, 64);
+	mcf(&vm, 1);
+	TEST_ASSERT_EQ(vm.c.limit, 63);
+}

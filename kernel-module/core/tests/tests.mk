@@ -14,7 +14,7 @@ COV_DIR := $(O)/cov
 SAN := -fsanitize=undefined,address -fno-sanitize-recover=all
 GCOV ?= gcov
 
-.PHONY: test test-unit test-sanitizers test-coverage
+.PHONY: test test-unit test-sanitizers test-coverage mutants
 test: test-unit test-sanitizers test-coverage
 
 $(O)/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) $(O)/libtlbbctrl.a
@@ -56,3 +56,8 @@ test-coverage: $(COV_DIR)/tlbb_tests
 		$(COV_DIR)/gcov.txt
 	@grep -n -B2 '#####\|taken 0%\|taken 0 \|never executed' \
 		$(COV_DIR)/tlbb_ctrl.c.gcov | grep -v ' call ' | head -40 || true
+
+# Not part of `make test` (about a minute): break tlbb_ctrl.c in a copy,
+# one decision at a time, and check that the unit tests notice every time.
+mutants:
+	python3 tests/mutants.py
