@@ -13,7 +13,8 @@ GROUP = 'tlbbalance'
 
 
 def _choices(name):
-    return es.BY_KEY['%s:%s' % (es.PREFIX, name)].choices
+    spec = es.BY_KEY['%s:%s' % (es.PREFIX, name)]
+    return list(zip(spec.choices, spec.choice_help))
 
 
 def _table_default(name):

@@ -37,6 +37,7 @@ class Spec:
     default: object      # str for enum/bool, int for int
     description: str
     choices: tuple = ()  # enum and bool
+    choice_help: tuple = ()  # enum: one line per choice, same order
     min: int = None      # int only
     max: int = None      # int only
     unit: str = ''       # int only
@@ -82,22 +83,31 @@ class Spec:
 def _policy_specs():
     return (
         Spec('mode', 'enum', 'off',
-             'What the kernel module does for this VM: off (registered, '
-             'nothing counted), monitor (count TLB refills, never act), '
-             'balance (count and split huge pages when the huge-page TLB '
-             'group is the bottleneck).',
-             choices=MODES),
+             'What the kernel module does for this VM.',
+             choices=MODES,
+             choice_help=(
+                 'registered with the module, nothing counted',
+                 'count TLB refills by page size, never act',
+                 'count, and lower the VM\'s huge-page limit while the '
+                 'huge-page TLB group is the bottleneck')),
         Spec('backing', 'enum', 'thp',
-             'How guest RAM is backed on the host: thp (anonymous memory, '
-             'transparent huge pages, allocated at start), hugetlbfs '
-             '(nova\'s hw:mem_page_size must be set too), none (leave '
-             'nova\'s memory backing alone).',
-             choices=BACKINGS),
+             'How guest RAM is backed on the host.',
+             choices=BACKINGS,
+             choice_help=(
+                 'anonymous memory, transparent huge pages, allocated at '
+                 'start; memory rounded down to whole huge pages',
+                 'hugetlbfs pages: nova\'s hw:mem_page_size must be set '
+                 'too',
+                 'nova\'s memory backing, unchanged')),
         Spec('tlbi_scope', 'enum', 'none',
-             'Required TLB-invalidate broadcast scope: die or cluster '
-             'means all vCPUs must be pinned inside one die (or cluster); '
-             'needs hw:cpu_policy=dedicated. nova does the pinning.',
-             choices=TLBI_SCOPES),
+             'Required TLB-invalidate broadcast scope; die or cluster need '
+             'hw:cpu_policy=dedicated (nova does the pinning, the plugin '
+             'only checks it).',
+             choices=TLBI_SCOPES,
+             choice_help=(
+                 'no requirement',
+                 'all vCPUs pinned inside one die',
+                 'all vCPUs pinned inside one cluster')),
         Spec('strict', 'bool', 'false',
              'true: a failure of the extension (module absent, not enough '
              'huge pages, misaligned RAM) fails the VM\'s start; false: it '

@@ -69,9 +69,13 @@ def render():
     for s in es.SPECS:
         if s.param:
             continue
+        if s.choice_help:
+            allowed = '<br>'.join('`%s`: %s' % (c, _cell(h)) for c, h in
+                                  zip(s.choices, s.choice_help))
+        else:
+            allowed = ', '.join('`%s`' % c for c in s.choices)
         out.append('| `%s` | %s | `%s` | %s |\n' % (
-            s.key, ', '.join('`%s`' % c for c in s.choices), s.default,
-            _cell(s.description)))
+            s.key, allowed, s.default, _cell(s.description)))
     out.append(PARAMS_HEADER)
     for s in es.SPECS:
         if not s.param:
