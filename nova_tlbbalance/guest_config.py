@@ -107,7 +107,8 @@ def parse_cpuset(text):
 def _kib(elem):
     unit = (elem.get('unit') or 'KiB').lower()
     if unit not in _UNITS:
-        raise ValueError('<%s>: unknown unit %r' % (elem.tag, elem.get('unit')))
+        raise ValueError('<%s>: unknown unit %r'
+                         % (elem.tag, elem.get('unit')))
     try:
         value = int((elem.text if elem.tag != 'cell' else elem.get('memory'))
                     .strip())
@@ -142,7 +143,7 @@ def _insert_ordered(parent, tag, order, attrib=None):
 
 
 def _insert_after(root, tag, after):
-    """Get ``root``'s child ``tag``, creating it after the last of ``after``."""
+    """``root``'s child ``tag``, created after the last of ``after``."""
     found = root.find(tag)
     if found is not None:
         return found

@@ -2,9 +2,9 @@
 
 The format is fixed in ``docs/design/interfaces.md``::
 
-    <tlbbalance:policy xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
-                       mode="balance" backing="thp" tlbi_scope="die"
-                       strict="false">
+    <tlbbalance:policy
+        xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
+        mode="balance" backing="thp" tlbi_scope="die" strict="false">
       <tlbbalance:param name="imbalance_threshold" value="20"/>
     </tlbbalance:policy>
 

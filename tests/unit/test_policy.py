@@ -1,5 +1,7 @@
 """nova_tlbbalance.policy: flavor extra specs <-> Policy <-> <metadata>."""
 
+import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -9,16 +11,16 @@ import pytest
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.policy import NS, Policy
 
-# The example of docs/design/interfaces.md, verbatim.
-DOC_EXAMPLE = """
-<metadata>
-  <tlbbalance:policy xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
-                     mode="balance" backing="thp" tlbi_scope="die" strict="false">
-    <tlbbalance:param name="imbalance_threshold" value="20"/>
-    <!-- only the params the flavor overrides; the module's defaults otherwise -->
-  </tlbbalance:policy>
-</metadata>
-"""
+TOP = os.path.join(os.path.dirname(__file__), '..', '..')
+
+
+def doc_example():
+    """The <metadata> example of docs/design/interfaces.md."""
+    with open(os.path.join(TOP, 'docs', 'design', 'interfaces.md')) as f:
+        text = f.read()
+    blocks = re.findall(r'```xml\n(.*?)```', text, re.S)
+    [block] = [b for b in blocks if 'tlbbalance:policy' in b]
+    return block
 
 
 def domain(metadata='', name='vm1'):
@@ -64,7 +66,7 @@ def test_xml_uses_documented_prefix_and_def_order():
 
 
 def test_documented_example_parses():
-    p = Policy.from_domain_xml(domain(DOC_EXAMPLE))
+    p = Policy.from_domain_xml(domain(doc_example()))
     assert p == Policy(mode='balance', backing='thp', tlbi_scope='die',
                        strict=False, params={'imbalance_threshold': 20})
 
