@@ -1,0 +1,32 @@
+"""Shared by the benchmarks: repo on sys.path, tagged TCG domain XML."""
+
+import os
+import statistics
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+if TOP not in sys.path:
+    sys.path.insert(0, TOP)
+
+from nova_tlbbalance import guest_config  # noqa: E402
+from nova_tlbbalance.policy import Policy  # noqa: E402
+from tests.integration import libvirt_host  # noqa: E402,F401
+
+
+def tagged_xml(name, memory_mib, mode='monitor'):
+    """What the driver plugin would define: plain TCG guest + its XML code."""
+    ncpu = os.cpu_count()
+    plain = libvirt_host.plain_domain(
+        name, memory_mib=memory_mib, vcpus=2,
+        pins={0: '0', 1: str(min(1, ncpu - 1))})
+    pol = Policy.from_extra_specs({'tlbbalance:mode': mode,
+                                   'tlbbalance:backing': 'thp'})
+    return guest_config.apply_to_domain_xml(
+        plain, pol, huge_page_kib=guest_config.read_hpage_pmd_kib())
+
+
+def fmt(values, unit='s', scale=1.0):
+    v = [x * scale for x in values]
+    return 'median %.3f %s (min %.3f, max %.3f, n=%d)' % (
+        statistics.median(v), unit, min(v), max(v), len(v))
