@@ -10,8 +10,6 @@
  */
 #include "tlbb_ctrl.h"
 
-#define TLBB_U64_MAX	(~(u64)0)
-
 /* Up to this many refills per group and tick, y needs no 128-bit step. */
 #define TLBB_REFILLS_MAX	(1ULL << 40)
 
@@ -90,23 +88,24 @@ static u64 tlbb_min(u64 a, u64 b)
 }
 
 /*
- * min(@cap, a * b / d), rounded down. Exact while a * b fits in 64
- * bits; otherwise a and d are halved together until it does, which keeps
+ * min(@cap, a * b / d), rounded down (b == 0 gives 0). Exact while a * b
+ * fits in 64 bits; otherwise a and d are halved together until it does, which keeps
  * the relative error below 2^-18 for any result under 2^44 (every cap used
  * here is lower), as d then still has 19 significant bits. d == 0 gives
  * @cap.
  */
 static u64 tlbb_mul_div_cap(u64 a, u64 b, u64 d, u64 cap)
 {
-	if (!b)		/* only from parameters poked past set_params */
-		return 0;
-	while (a > TLBB_U64_MAX / b) {
+	u64 prod;
+
+	/* A compiler builtin (the kernel's check_mul_overflow), no libcall. */
+	while (__builtin_mul_overflow(a, b, &prod)) {
 		a >>= 1;
 		d >>= 1;
 	}
 	if (!d)
 		return cap;
-	return tlbb_min(a * b / d, cap);
+	return tlbb_min(prod / d, cap);
 }
 
 /* *hi:*lo = a * b, the full 128-bit product, from 32-bit halves. */
@@ -210,6 +209,7 @@ void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 	u32 i;
 
 	tlbb_params_clamp(&c->p, p);
+	c->trigger = tlbb_trigger_ticks(&c->p);
 	c->monitor_only = monitor_only;
 	c->total_pages = total_pages;
 	c->limit = total_pages;
@@ -230,12 +230,10 @@ void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 
 void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p)
 {
-	u64 trig;
-
 	tlbb_params_clamp(&c->p, p);
-	trig = tlbb_trigger_ticks(&c->p);
-	if (c->load_count > trig)
-		c->load_count = trig;
+	c->trigger = tlbb_trigger_ticks(&c->p);
+	if (c->load_count > c->trigger)
+		c->load_count = c->trigger;
 	tlbb_window_clear(c);
 	c->run_dir = TLBB_G_NONE;
 	c->state = c->load_count ? TLBB_ST_SUSTAIN : TLBB_ST_IDLE;
@@ -329,7 +327,7 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 				const struct tlbb_input *in)
 {
 	enum tlbb_action act = TLBB_ACT_NONE, dec;
-	u64 trig = tlbb_trigger_ticks(&c->p);
+	u64 trig = c->trigger;
 
 	c->ticks++;
 	/* A floor raised mid-run lifts the limit (never in monitor mode). */

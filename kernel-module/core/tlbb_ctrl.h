@@ -96,6 +96,7 @@ struct tlbb_ctrl {
 	bool win_mixed;			/* window saw other groups too */
 	enum tlbb_group run_dir;	/* group acted on in this run */
 	u64 decisions;			/* full windows evaluated */
+	u64 trigger;			/* tlbb_trigger_ticks(&p), cached */
 };
 
 enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };

@@ -44,8 +44,9 @@ MUTANTS = [
     ('if (!c->monitor_only && c->limit < tlbb_floor(c)) {', 'if (0) {'),
     ('if (!room) {', 'if (room < 1 && 0) {'),
     ('(in->nr_vcpus ? in->nr_vcpus : 1)', 'in->nr_vcpus'),
-    ('if (c->load_count > trig)\n\t\tc->load_count = trig;', '(void)trig;'),
-    ('return tlbb_min(a * b / d, cap);', 'return a * b / d;'),
+    ('if (c->load_count > c->trigger)\n\t\tc->load_count = c->trigger;',
+     ''),
+    ('return tlbb_min(prod / d, cap);', 'return prod / d;'),
     ('if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES)',
      'if (c->nsamples < c->p.samples)'),
 ]
