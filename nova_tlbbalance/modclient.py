@@ -13,8 +13,6 @@ import errno
 import os
 import re
 
-from nova_tlbbalance import module_defs
-
 DEFAULT_ROOT = '/sys/kernel/config/tlbbalance'
 ENV_ROOT = 'TLBB_CONFIGFS'
 NAME_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
@@ -140,6 +138,7 @@ class Client:
         params, then the requested mode. ``params``: name -> int, written
         only for the names given (the module keeps its defaults otherwise).
         """
+        from nova_tlbbalance import module_defs     # only when registering
         for name, value in (params or {}).items():
             module_defs.param(name).check(value)    # before any write
         if mode not in MODES:

@@ -4,7 +4,8 @@ libvirt runs ``/etc/libvirt/hooks/qemu.d/tlbbalance NAME OP SUBOP EXTRA``
 with the domain XML on stdin. ``migrate`` and ``restore`` must print the
 (possibly changed) XML: it is passed through unchanged. Every other phase
 prints nothing. A domain whose XML lacks the tlbbalance namespace is left
-alone after one substring search, before anything else is imported.
+alone after one substring search, before anything else is imported; so is
+the ``start`` phase (nothing to do between prepare and started).
 """
 
 import sys
@@ -12,7 +13,8 @@ import time
 
 NS = b'http://openstack.org/xmlns/tlbbalance/1.0'
 PASS_THROUGH = ('migrate', 'restore')
-PHASES = ('prepare', 'start', 'started', 'stopped', 'release', 'reconnect')
+STARTUP = ('prepare', 'started', 'reconnect')     # hook.phases
+TEARDOWN = ('stopped', 'release')                  # hook.teardown
 
 
 def main(argv=None, stdin=None, stdout=None):
@@ -30,10 +32,15 @@ def main(argv=None, stdin=None, stdout=None):
         stdout.write(data)
         stdout.flush()
         return 0
-    if op not in PHASES or NS not in data:
+    if NS not in data:
         return 0
-    from nova_tlbbalance.hook import phases
-    return phases.run(name, op, sub, data, t0)
+    if op in TEARDOWN:
+        from nova_tlbbalance.hook import teardown
+        return teardown.run(name, op, sub, data, t0)
+    if op in STARTUP:
+        from nova_tlbbalance.hook import phases
+        return phases.run(name, op, sub, data, t0)
+    return 0
 
 
 if __name__ == '__main__':

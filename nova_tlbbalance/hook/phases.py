@@ -1,51 +1,35 @@
-"""What the hook does in each phase for a tagged domain.
+"""What the hook does in the start-up phases of a tagged domain.
 
 prepare   hugetlbfs: free huge pages per host NUMA node; thp: host THP on
 started   find QEMU's pid, vCPU threads and guest RAM ranges, check
           alignment and TLBI scope, register with the module
 reconnect (libvirtd restarted) register again unless already registered
-stopped   switch the VM off in the module (lifts any limit)
-release   remove the VM's directory
+
+(stopped/release are in :mod:`nova_tlbbalance.hook.teardown`, which needs
+none of the policy and probe imports.)
 
 A problem is logged and the VM goes on, unless the policy is strict: then
-prepare/started/reconnect exit 1 and libvirt fails the start with our
-message. stopped/release never fail. Each phase runs under a hard timer.
+the phase exits 1 and libvirt fails the start with our message. Each phase
+runs under a hard timer (TLBB_HOOK_TIMEOUT).
 """
 
 import os
-import signal
 import sys
-import time
 
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
-from nova_tlbbalance.hook.config import Config
-from nova_tlbbalance.hook.log import Log
+from nova_tlbbalance.hook.common import Failure
+from nova_tlbbalance.hook.common import bounded
+from nova_tlbbalance.hook.common import ms as _ms
+from nova_tlbbalance.hook.common import setup
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import proc
 from nova_tlbbalance.probes import topology
 
 
-class Failure(Exception):
-    """Something the policy asked for is not met."""
-
-
-class HookTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise HookTimeout()
-
-
 def run(name, op, sub, data, t0):
-    try:
-        config = Config.from_env()
-    except ValueError as exc:
-        config = Config()
-        Log(config)('err', 'bad hook setting, using defaults: %s' % exc)
-    log = Log(config)
+    config, log = setup()
     try:
         pol = policy_mod.Policy.from_domain_xml(data)
         dom = domxml.parse(data) if pol is not None else None
@@ -56,36 +40,16 @@ def run(name, op, sub, data, t0):
         return 0
     if pol is None:
         return 0
-    handler = HANDLERS[op]
-    blocking = op in ('prepare', 'started', 'reconnect') and pol.strict
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, config.timeout)
-    rc = 0
     extra = {}
-    try:
-        result = handler(dom, pol, config, log, extra) or 'ok'
-    except HookTimeout:
-        result = 'timeout: phase took more than %.1f s' % config.timeout
-        rc = 1 if blocking else 0
-    except Failure as exc:
-        result = 'failed: %s' % exc
-        rc = 1 if blocking else 0
-    except Exception as exc:  # never break a VM's lifecycle on a bug
-        result = 'error: %s: %s' % (type(exc).__name__, exc)
-        rc = 1 if blocking else 0
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+    result, failed = bounded(config.timeout, HANDLERS[op], dom, pol, config,
+                             log, extra)
+    rc = 1 if failed and pol.strict else 0
     if rc:
         sys.stderr.write('tlbbalance (strict policy) refuses domain %r: %s\n'
                          % (name, result))
     log.record(domain=name, phase=op, sub=sub, rc=rc, strict=pol.strict,
                mode=pol.mode, result=result, elapsed_ms=_ms(t0), **extra)
     return rc
-
-
-def _ms(t0):
-    return round((time.monotonic() - t0) * 1000, 2)
 
 
 # -- prepare --------------------------------------------------------------
@@ -240,36 +204,8 @@ def reconnect(dom, pol, config, log, extra):
     return started(dom, pol, config, log, extra, reconnect=True)
 
 
-def start(dom, pol, config, log, extra):
-    return 'nothing to do'
-
-
-def stopped(dom, pol, config, log, extra):
-    client = modclient.Client(config.configfs)
-    if not client.present():
-        return 'module absent'
-    vm = modclient.vm_dir_name(dom.name, dom.uuid)
-    return 'switched off' if client.stop(vm) else 'was not registered'
-
-
-def release(dom, pol, config, log, extra):
-    client = modclient.Client(config.configfs)
-    if not client.present():
-        return 'module absent'
-    vm = modclient.vm_dir_name(dom.name, dom.uuid)
-    if client.exists(vm):
-        try:
-            client.stop(vm)     # lifts any limit; rmdir does too
-        except modclient.ModuleError as exc:
-            log('warning', 'domain %r: %s' % (dom.name, exc))
-    return 'unregistered' if client.unregister(vm) else 'was not registered'
-
-
 HANDLERS = {
     'prepare': prepare,
-    'start': start,
     'started': started,
     'reconnect': reconnect,
-    'stopped': stopped,
-    'release': release,
 }

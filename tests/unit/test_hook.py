@@ -26,7 +26,8 @@ PID = 4321
 DOMAIN = """<domain type='kvm'>
   <name>vm1</name><uuid>8700de68-5f03-4b08-add1-b64dbaea62f9</uuid>
   <metadata>
-    <tlbbalance:policy xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
+    <tlbbalance:policy
+       xmlns:tlbbalance="http://openstack.org/xmlns/tlbbalance/1.0"
        mode="balance" backing="%(backing)s" tlbi_scope="%(scope)s"
        strict="%(strict)s">
       <tlbbalance:param name="imbalance_threshold" value="25"/>
@@ -224,8 +225,9 @@ def test_bad_policy_and_bad_setting_never_block(fake, monkeypatch, capsys):
     assert "bad policy" in fake.records()[-1]['result']
     assert "'turbo'" in fake.records()[-1]['result']
     monkeypatch.setenv('TLBB_HOOK_TIMEOUT', 'soon')
-    assert run('start', domain())[0] == 0
+    assert run('prepare', domain())[0] == 0
     assert "TLBB_HOOK_TIMEOUT='soon'" in capsys.readouterr().err
+    assert run('start', domain())[0] == 0      # no-op phase: fast path
 
 
 def test_installed_hook_runs(tmp_path):
@@ -242,3 +244,17 @@ def test_installed_hook_runs(tmp_path):
     assert (p.returncode, p.stdout) == (0, xml)
     assert install.main(['--dest', dest, '--uninstall']) == 0
     assert not os.path.exists(dest)
+
+
+def test_teardown_path_is_light(fake):
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["vm1", "stopped", "end", "-"], io.BytesIO(%r),'
+            ' io.BytesIO()); '
+            'print(rc, sorted(k for k in sys.modules if k.startswith('
+            '"nova_tlbbalance")))' % domain())
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                         text=True, check=True).stdout.split(' ', 1)
+    assert out[0] == '0'
+    for heavy in ('policy', 'probes', 'module_defs', 'phases'):
+        assert heavy not in out[1], out[1]
+    assert fake.records()[-1]['result'] == 'module absent'

@@ -26,15 +26,17 @@ def test_machine_maps():
         memmap.machine_map('ls3a7a', 'mips64el', GiB)
 
 
-MAPS = """\
-55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]
-7f0000000000-7f0008100000 rw-p 00000000 00:00 0 
-7f0008100000-7f0008101000 ---p 00000000 00:00 0 
-7f0010000000-7f0017f00000 rw-p 00000000 00:00 0 
-7f0020000000-7f0028000000 rw-s 00000000 00:2d 1234                       /dev/hugepages/libvirt/qemu/1-vm/qemu_back_mem._objects_ram-node1.AbCd (deleted)
-7f0030000000-7f0038000000 rw-p 00000000 00:00 0 
-7f0040000000-7f0040200000 r-xp 00000000 fe:00 42                         /usr/bin/qemu-system-x86_64
-"""
+MAPS = ''.join(ln + '\n' for ln in (
+    '55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0        [heap]',
+    '7f0000000000-7f0008100000 rw-p 00000000 00:00 0 ',
+    '7f0008100000-7f0008101000 ---p 00000000 00:00 0 ',
+    '7f0010000000-7f0017f00000 rw-p 00000000 00:00 0 ',
+    '7f0020000000-7f0028000000 rw-s 00000000 00:2d 1234     '
+    '/dev/hugepages/libvirt/qemu/1-vm/'
+    'qemu_back_mem._objects_ram-node1.AbCd (deleted)',
+    '7f0030000000-7f0038000000 rw-p 00000000 00:00 0 ',
+    '7f0040000000-7f0040200000 r-xp 00000000 fe:00 42       '
+    '/usr/bin/qemu-system-x86_64'))
 
 
 def dom(cells, machine='pc', hugepages=False):

@@ -15,7 +15,6 @@ Run as root, with no other libvirtd running:
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
