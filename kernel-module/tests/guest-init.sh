@@ -4,7 +4,8 @@
 # /init of the test initramfs (built by mkinitramfs.sh, booted by
 # run-kernels.sh).  Mounts the pseudo file systems, loads the modules listed
 # in /modules/order (configfs and KVM first, tlbbalance.ko last), runs every
-# /tests/t_* with a per-test timeout, prints markers the host's log checker
+# /tests/t_* with a per-test timeout (/bin/tlbb-run, from tlbb-run.c: the
+# test's whole process group is killed), prints markers the host's log checker
 # (check-log.py) parses, and ends QEMU through isa-debug-exit:
 #   0x10 written to port 0xf4 -> QEMU exit status 33: every test passed
 #   0x11                      -> QEMU exit status 35: something failed
@@ -43,7 +44,7 @@ run_test() {	# name, command... (a shell function runs without timeout)
 	[ -f "/tests/$name.timeout" ] && limit=$(cat "/tests/$name.timeout")
 	echo "TLBB-TEST-BEGIN $name"
 	case "$1" in
-	/*|sh) ( timeout "$limit" "$@" 2>&1; echo $? >/tmp/rc ) ;;
+	/*|sh) ( /bin/tlbb-run "$limit" "$@" 2>&1; echo $? >/tmp/rc ) ;;
 	*) ( "$@" 2>&1; echo $? >/tmp/rc ) ;;
 	esac | tee "/tmp/$name.out"
 	rc=$(cat /tmp/rc)
@@ -51,7 +52,7 @@ run_test() {	# name, command... (a shell function runs without timeout)
 	notok=$(grep -c '^not ok ' "/tmp/$name.out")
 	# A test that dies or times out without saying why counts as one failure.
 	[ "$rc" != 0 ] && [ "$notok" = 0 ] && notok=1 &&
-		echo "not ok - $name exited with status $rc (timeout ${limit}s: 143)"
+		echo "not ok - $name exited with status $rc (124: over its ${limit} s)"
 	echo "TLBB-TEST-END $name rc=$rc ok=$ok notok=$notok"
 	passed=$((passed + ok))
 	failed=$((failed + notok))

@@ -20,7 +20,7 @@ ko=${4:-}
 die() { echo "mkinitramfs.sh: $*" >&2; exit 1; }
 
 busybox=$(command -v busybox) || die "busybox not found (apt-get install busybox-static)"
-file -L "$busybox" 2>/dev/null | grep -q 'statically linked' ||
+! ldd "$busybox" >/dev/null 2>&1 ||
 	die "$busybox is not static (apt-get install busybox-static)"
 mods=$kdir/modules
 [ -f "$mods/modules.dep" ] || die "no $mods/modules.dep: rerun tools/kernels/fetch.sh"
@@ -64,4 +64,7 @@ if [ -n "$ko" ]; then
 fi
 
 cp -a "$tests"/. "$root/tests/"
+# The test launcher (tlbb-run.c), built static by run-kernels.sh.
+[ -x "$tests/.tlbb-run" ] || die "no $tests/.tlbb-run (run-kernels.sh builds it)"
+mv "$root/tests/.tlbb-run" "$root/bin/tlbb-run"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$out"
