@@ -235,7 +235,7 @@ def test_installed_hook_runs(tmp_path):
     install.install(dest, sys.executable,
                     {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')})
     text = open(dest).read()
-    assert text.startswith('#!%s\n' % sys.executable)
+    assert text.startswith('#!%s -S\n' % sys.executable)
     assert "os.environ.setdefault('TLBB_HOOK_TIMEOUT', '3')" in text
     assert os.access(dest, os.X_OK)
     xml = domain()
