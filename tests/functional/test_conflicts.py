@@ -1,5 +1,7 @@
 """Contradictory flavors: a clear build failure, never a 500 or a crash."""
 
+import fixtures
+
 from . import base
 
 
@@ -68,3 +70,40 @@ class TestConflicts(base.TLBBalanceTestBase):
                              'hw:cpu_policy': 'dedicated'}, vcpu=3,
                             expected_state='ACTIVE')
         self.assertIn('tlbi_scope="die"', self.last_xml(server))
+
+
+class TestPluginFailure(base.TLBBalanceTestBase):
+    """A bug in the plugin never breaks a VM unless strict was asked for.
+
+    The failure is injected (the XML builder raises); everything else is
+    real.
+    """
+
+    def setUp(self):
+        super().setUp()
+
+        def boom(*args, **kwargs):
+            raise RuntimeError('injected plugin failure')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.guest_config._apply_backing', boom))
+        self.start_compute()
+
+    def _boot(self, extra_spec, expected_state):
+        flavor = self._create_flavor(memory_mb=1024, extra_spec=extra_spec)
+        return self._create_server(flavor_id=flavor, networks='none',
+                                   expected_state=expected_state)
+
+    def test_not_strict_boots_with_stock_xml(self):
+        server = self._boot({'tlbbalance:mode': 'balance'}, 'ACTIVE')
+        xml = self.last_xml(server)
+        self.assertNotIn('tlbbalance', xml.replace(
+            'name="tlbbalance:mode"', ''))
+        self.assertNotIn('<memoryBacking', xml)
+
+    def test_strict_aborts_the_build_with_the_reason(self):
+        server = self._boot({'tlbbalance:mode': 'balance',
+                             'tlbbalance:strict': 'true'}, 'ERROR')
+        message = self.fault(server)['message']
+        self.assertIn('tlbbalance:strict=true', message)
+        self.assertIn('injected plugin failure', message)
