@@ -47,7 +47,8 @@ import sys
 passed = failed = 0
 for line in open(sys.argv[1], errors='replace'):
     line = line.strip()
-    pytest = re.match(r'^=+ (.*) in [\d.]+s( \(.*\))? =+$', line)
+    pytest = re.match(r'^=* ?((?:\d+ \w+,? )+)in [\d.]+s( \(.*\))?( =+)?$',
+                      line)
     plain = re.match(r'^(?:([\w.-]+): )?(\d+) passed, (\d+) failed', line)
     if pytest:
         for n, word in re.findall(r'(\d+) (passed|failed|error|errors)',
