@@ -89,10 +89,10 @@ static u64 tlbb_min(u64 a, u64 b)
 
 /*
  * min(@cap, a * b / d), rounded down (b == 0 gives 0). Exact while a * b
- * fits in 64 bits; otherwise a and d are halved together until it does, which keeps
- * the relative error below 2^-18 for any result under 2^44 (every cap used
- * here is lower), as d then still has 19 significant bits. d == 0 gives
- * @cap.
+ * fits in 64 bits; otherwise a and d are halved together until it does,
+ * which keeps the relative error below 2^-18 for any result under 2^44
+ * (every cap used here is lower), as d then still has 19 significant bits.
+ * d == 0 gives @cap.
  */
 static u64 tlbb_mul_div_cap(u64 a, u64 b, u64 d, u64 cap)
 {

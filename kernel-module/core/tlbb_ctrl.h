@@ -58,11 +58,11 @@ u64 tlbb_param_get(const struct tlbb_params *p, enum tlbb_param_id id);
 int tlbb_param_set(struct tlbb_params *p, enum tlbb_param_id id, u64 val);
 
 enum tlbb_state {
-	TLBB_ST_IDLE,		/* load below threshold, C_L decaying */
+	TLBB_ST_IDLE,		/* not loaded (C_L decaying), or a run stopped */
 	TLBB_ST_SUSTAIN,	/* load above threshold, C_L rising */
 	TLBB_ST_COUNTING,	/* C_L reached: sampling y per tick */
 	TLBB_ST_LOWERING,	/* huge group dominates: N_hl stepping down */
-	TLBB_ST_RAISING,	/* small group dominates, N_hc == N_hl: N_hl up */
+	TLBB_ST_RAISING,	/* small dominates, N_hc >= N_hl: N_hl up */
 	TLBB_ST_FORMING,	/* small dominates, N_hc < N_hl: wait, reset */
 	TLBB_ST_MONITOR,	/* monitor-only: y computed, limit untouched */
 	TLBB_ST_COUNT
@@ -103,14 +103,24 @@ enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };
 
 /*
  * Start a controller for a VM of @total_pages huge pages. The limit starts at
- * @total_pages (everything may be huge). @p must have passed tlbb_params_check.
+ * @total_pages (everything may be huge). @p should have passed
+ * tlbb_params_check(); a field out of range is clamped into its range.
  */
 void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 		    u64 total_pages, bool monitor_only);
-/* Replace the parameters of a running controller; resets sampling state. */
+/*
+ * Replace the parameters of a running controller (clamped like init):
+ * empties the sampling window and forgets the run's direction; C_L is kept,
+ * capped at the new trigger. A floor raised above the limit lifts it at the
+ * next tick. Write c->p only through this function.
+ */
 void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p);
-/* One tick. Updates c->limit and returns what changed. */
-enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c, const struct tlbb_input *in);
+/*
+ * One tick (the method and its state machine: docs/controller.md). Updates
+ * c->limit and returns what changed; the caller then enforces c->limit.
+ */
+enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
+				const struct tlbb_input *in);
 
 /* Ticks of sustained load before counting starts: ceil(sustain/interval). */
 u64 tlbb_trigger_ticks(const struct tlbb_params *p);

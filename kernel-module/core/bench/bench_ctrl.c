@@ -85,7 +85,8 @@ int main(int argc, char **argv)
 	int worst;
 	double ns;
 
-	if (argc < 2 || (strcmp(argv[1], "mixed") && strcmp(argv[1], "worst"))) {
+	if (argc < 2 ||
+	    (strcmp(argv[1], "mixed") && strcmp(argv[1], "worst"))) {
 		fprintf(stderr, "usage: %s mixed|worst [vms] [ticks]\n",
 			argv[0]);
 		return 2;
@@ -150,8 +151,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < TLBB_ST_COUNT; i++)
 		printf(" %s=%llu", tlbb_state_name(i),
 		       (unsigned long long)states[i]);
-	printf("\nwall clock (this run, incl. input generation): %.1f ns per tick\n",
-	       ns / (nvms * nticks));
+	printf("\nwall clock (this run, incl. input generation): "
+	       "%.1f ns per tick\n", ns / (nvms * nticks));
 	free(vms);
 	return 0;
 }

@@ -32,7 +32,8 @@ extern jmp_buf test_abort;
 	do {								\
 		if (!(cond)) {						\
 			test_fail(__FILE__, __LINE__, #cond);		\
-			fprintf(stderr, "    " fmt "\n", ##__VA_ARGS__);	\
+			fprintf(stderr, "    " fmt "\n",		\
+				##__VA_ARGS__);				\
 			longjmp(test_abort, 1);				\
 		}							\
 	} while (0)
