@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
+/*
+ * tlbsim: a grouped-TLB, two-stage translation simulator.
+ *
+ * Layers, each in its own file:
+ *   tlb.c       one TLB group (entries, ways, replacement, page sizes)
+ *   machine.c   a machine: its groups, page sizes, costs; geometry files
+ *   mmu.c       address spaces: native, two-stage (VZ pair or combined
+ *               entry), guest/host huge-page state, THP split/restore
+ *   workload.c  synthetic address generators and trace replay
+ *   trace.c     the compact trace format, lackey conversion
+ *   run.c       the run loop: time, ticks, the module's controller
+ */
+#ifndef TLBSIM_H
+#define TLBSIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef uint64_t u64;
+typedef uint32_t u32;
+typedef int64_t s64;
+
+/* Page size classes: every machine has one base and one huge size. */
+enum tlbs_class { TLBS_BASE = 0, TLBS_HUGE = 1, TLBS_NCLASS = 2 };
+
+enum tlbs_repl { TLBS_LRU, TLBS_FIFO, TLBS_RANDOM };
+
+/*
+ * A TLB key: virtual page number at the entry's page size, the address
+ * space it translates (native, guest stage 1, host stage 2, combined) and
+ * the size class. Bit 0 is set in every valid key, so 0 means empty.
+ */
+enum tlbs_space {
+	TLBS_SP_NATIVE = 0,	/* VA -> PA */
+	TLBS_SP_STAGE1 = 1,	/* GVA -> GPA (MIPS VZ guest entry) */
+	TLBS_SP_STAGE2 = 2,	/* GPA -> HPA (MIPS VZ root entry) */
+	TLBS_SP_COMBINED = 3,	/* GVA -> HPA (x86/arm64 combined entry) */
+};
+
+#define TLBS_KEY_VPN_SHIFT 6
+
+static inline u64 tlbs_key(enum tlbs_space sp, enum tlbs_class cl, u64 vpn)
+{
+	return (vpn << TLBS_KEY_VPN_SHIFT) | ((u64)sp << 3) |
+	       ((u64)cl << 1) | 1;
+}
+
+static inline u64 tlbs_key_vpn(u64 key)
+{
+	return key >> TLBS_KEY_VPN_SHIFT;
+}
+
+struct tlbs_group {
+	char name[16];
+	u32 entries, ways, sets;
+	enum tlbs_repl repl;
+	u32 classes;		/* bit per enum tlbs_class it accepts */
+	/* storage: sets x ways keys */
+	u64 *key;
+	u64 *stamp;		/* LRU: last use; FIFO: fill time */
+	u64 clock;
+	u32 fifo_next;		/* fully associative FIFO pointer */
+	/* fully associative groups: hash index and LRU list */
+	u64 *hkey;		/* hash slot -> key, 0 empty */
+	u32 *hslot;		/* hash slot -> entry */
+	u32 hmask, hshift;
+	u32 *prev, *next;	/* LRU list over entries, head = MRU */
+	u32 head, tail, used;
+	u64 rng;
+	/* statistics */
+	u64 hits, misses, fills, invalidations;
+};
+
+int tlbs_group_init(struct tlbs_group *g, const char *name, u32 entries,
+		    u32 ways, enum tlbs_repl repl, u32 classes);
+void tlbs_group_free(struct tlbs_group *g);
+/* 1 if @key is resident (and touch it for replacement), 0 if not. */
+int tlbs_group_lookup(struct tlbs_group *g, u64 key);
+/* Install @key (not resident), evicting per the replacement policy. */
+void tlbs_group_fill(struct tlbs_group *g, u64 key);
+/* Remove @key if resident; returns 1 if it was. */
+int tlbs_group_invalidate(struct tlbs_group *g, u64 key);
+/* Remove every entry; returns how many were valid. */
+u32 tlbs_group_flush(struct tlbs_group *g);
+/* Number of valid entries. */
+u32 tlbs_group_count(const struct tlbs_group *g);
+const char *tlbs_repl_name(enum tlbs_repl r);
+
+#define TLBS_MAX_GROUPS 6
+#define TLBS_MAX_PATH 3
+
+struct tlbs_machine {
+	char name[32];
+	char description[128];
+	u32 base_shift, huge_shift;
+	u32 ngroups;
+	struct tlbs_group g[TLBS_MAX_GROUPS];
+	/* groups searched, in order, for a translation of each class */
+	u32 path[TLBS_NCLASS][TLBS_MAX_PATH];
+	u32 pathlen[TLBS_NCLASS];
+	double access_ns;	/* time of one access, TLB hit */
+	double refill_ns;	/* extra time of a refill (miss in the path) */
+	double l1_miss_ns;	/* extra time of a miss that a later group hit */
+	u64 ctrl_huge_entries, ctrl_small_entries;
+	int two_stage;		/* enum tlbs_model of a VM on this machine */
+};
+
+/*
+ * Parse a geometry file's text into @m (groups allocated). On error returns
+ * -1 and writes a message naming the line into @err.
+ */
+int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
+		       const char *origin, char *err, size_t errlen);
+int tlbs_machine_load(struct tlbs_machine *m, const char *name_or_path,
+		      char *err, size_t errlen);
+void tlbs_machine_free(struct tlbs_machine *m);
+void tlbs_machine_reset_stats(struct tlbs_machine *m);
+/* Built-in presets (the files under tlbsim/presets, embedded at build). */
+extern const char *const tlbs_preset_names[];
+extern const char *const tlbs_preset_texts[];
+
+enum tlbs_model {
+	TLBS_NATIVE,		/* one stage */
+	TLBS_VZ,		/* GVA->GPA and GPA->HPA entries, both needed */
+	TLBS_COMBINED,		/* one GVA->HPA entry, smaller of the sizes */
+};
+
+enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM };
+
+/* Address spaces and page sizes of one run. */
+struct tlbs_mmu {
+	struct tlbs_machine *m;
+	enum tlbs_model model;
+	u64 size;		/* bytes the workload addresses: [0, size) */
+	/* stage 1 (native pages, or the guest's) */
+	int thp1;		/* native/guest THP */
+	/* stage 2 (host) */
+	int thp2;		/* host THP */
+	u64 hva_offset;		/* HVA - GPA; misaligned => small stage 2 */
+	u64 nregions;		/* huge regions of [0, size) */
+	unsigned char *huge1;	/* per region: stage-1 mapping is huge */
+	/* per host (HVA) region: a THP; host regions cover the memslot */
+	u64 host_first, nhost;	/* HVA region numbers */
+	unsigned char *thp;
+	unsigned char *split_by_limiter;
+	u64 *split_stack;	/* restore order: last split first */
+	u64 nsplit;
+	u64 huge_in_use;	/* N_hc: host THPs over the memslot */
+	u64 limit;		/* N_hl applied by tlbs_mmu_apply_limit */
+	enum tlbs_split_order split_order;
+	u64 rng;
+	/* counters */
+	u64 accesses;
+	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
+	u64 l1_misses;		/* missed a group, hit a later one */
+	u64 splits, restores;
+};
+
+int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
+		  enum tlbs_model model, u64 size, int thp1, int thp2,
+		  u64 hva_offset);
+void tlbs_mmu_free(struct tlbs_mmu *u);
+/* Host regions wholly inside the memslot: the most huge pages possible. */
+u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u);
+/* Translate @n workload offsets (bytes in [0, size)). */
+void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n);
+/* Split host THPs until N_hc <= limit, or restore split ones up to it. */
+void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit);
+/* Size class the stage-2 mapping of workload offset @off has now. */
+enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off);
+/* Estimated time in ns of everything counted so far. */
+double tlbs_mmu_time_ns(const struct tlbs_mmu *u);
+
+/* Workloads: fill a buffer with byte offsets in [0, size). */
+struct tlbs_trace_reader;
+struct tlbs_workload {
+	char kind[16];
+	u64 size;
+	u64 rng;
+	/* chase / hotcold */
+	u64 hot_pages, hot_page_bytes, hot_bytes;
+	double hot_frac;
+	u64 hot_thresh;		/* hot_frac as a 2^32 fraction */
+	u64 *hot_base;		/* offset of each hot block */
+	u64 stride, pos;
+	/* phases */
+	u64 period, in_phase;
+	u32 phase;
+	struct tlbs_trace_reader *trace;
+	char trace_path[512];
+	u64 trace_loops;
+};
+
+/* @huge_shift: the machine's huge page, for packing trace regions. */
+int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
+			u32 huge_shift, char *err, size_t errlen);
+void tlbs_workload_free(struct tlbs_workload *w);
+/* Returns the number of offsets written (< n only at the end of a trace). */
+u32 tlbs_workload_fill(struct tlbs_workload *w, u64 *off, u32 n);
+
+/* Trace format (see docs/simulator.md). */
+struct tlbs_trace_writer;
+struct tlbs_trace_writer *tlbs_trace_create(FILE *f, u32 page_shift);
+int tlbs_trace_put(struct tlbs_trace_writer *t, u64 addr);
+int tlbs_trace_close(struct tlbs_trace_writer *t, u64 *accesses,
+		     u64 *records);
+struct tlbs_trace_reader *tlbs_trace_open(const char *path, char *err,
+					  size_t errlen);
+/* Open, packing distinct regions of 2^region_shift bytes from 0. */
+struct tlbs_trace_reader *tlbs_trace_open_regions(const char *path,
+						  u32 region_shift,
+						  char *err, size_t errlen);
+u64 tlbs_trace_accesses(const struct tlbs_trace_reader *t);
+/* Fill up to n addresses; 0 at end of trace. Addresses are page-aligned
+ * offsets from the trace's lowest page (compacted, see docs). */
+u32 tlbs_trace_read(struct tlbs_trace_reader *t, u64 *addr, u32 n);
+int tlbs_trace_rewind(struct tlbs_trace_reader *t);
+u64 tlbs_trace_span(const struct tlbs_trace_reader *t);
+void tlbs_trace_free(struct tlbs_trace_reader *t);
+/* lackey --trace-mem=yes output (stdin) -> trace (stdout). */
+int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
+			int with_instr, u64 *accesses, u64 *records);
+
+/* Random numbers: xorshift64*. */
+static inline u64 tlbs_rand(u64 *s)
+{
+	u64 x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Uniform in [0, n). */
+static inline u64 tlbs_rand_below(u64 *s, u64 n)
+{
+	return (u64)(((unsigned __int128)tlbs_rand(s) * n) >> 64);
+}
+
+#endif /* TLBSIM_H */

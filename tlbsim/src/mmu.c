@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * Address spaces of one run and the per-access translation.
+ *
+ * The workload addresses bytes [0, size). Natively that is the virtual
+ * address. In a VM it is the guest virtual address; the guest maps it to
+ * the same guest-physical huge region (the guest's THP), and, where the
+ * guest maps small pages, scatters the base pages inside the region as a
+ * buddy allocator would. The host maps GPA to HVA = GPA + hva_offset (one
+ * memslot); a stage-2 mapping is huge only if the host region is a THP and
+ * GPA and HVA are congruent modulo the huge page size (KVM's rule).
+ *
+ * Host regions start untouched; the first access faults one in, as a THP if
+ * host THP is on, the region lies wholly inside the memslot and the limit
+ * allows another huge page, else as base pages.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tlbsim.h"
+#include "tlb_fast.h"
+
+enum { H_UNTOUCHED = 0, H_SMALL = 1, H_HUGE = 2, H_OUTSIDE = 3 };
+
+int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
+		  enum tlbs_model model, u64 size, int thp1, int thp2,
+		  u64 hva_offset)
+{
+	u64 hs = m->huge_shift, hmask = (1ULL << hs) - 1, r, first, last;
+
+	memset(u, 0, sizeof(*u));
+	u->m = m;
+	u->model = model;
+	u->size = size;
+	u->thp1 = thp1;
+	u->thp2 = model == TLBS_NATIVE ? 0 : thp2;
+	u->hva_offset = hva_offset;
+	u->rng = 0x243F6A8885A308D3ULL;
+	u->split_order = TLBS_SPLIT_HIGH;
+	if (!size)
+		return -1;
+	u->nregions = (size + hmask) >> hs;
+	u->huge1 = calloc(u->nregions, 1);
+	if (!u->huge1)
+		return -1;
+	for (r = 0; r < u->nregions; r++)
+		u->huge1[r] = thp1 && ((r + 1) << hs) <= size;
+	/* host regions overlapping HVA [hva_offset, hva_offset + size) */
+	first = hva_offset >> hs;
+	last = (hva_offset + size - 1) >> hs;
+	u->host_first = first;
+	u->nhost = last - first + 1;
+	u->thp = calloc(u->nhost, 1);
+	u->split_by_limiter = calloc(u->nhost, 1);
+	u->split_stack = calloc(u->nhost, sizeof(*u->split_stack));
+	if (!u->thp || !u->split_by_limiter || !u->split_stack)
+		return -1;
+	for (r = 0; r < u->nhost; r++) {
+		u64 lo = (first + r) << hs, hi = lo + hmask;
+
+		if (lo < hva_offset || hi > hva_offset + size - 1)
+			u->thp[r] = H_OUTSIDE;	/* partial: never a THP */
+	}
+	u->limit = ~0ULL;
+	return 0;
+}
+
+void tlbs_mmu_free(struct tlbs_mmu *u)
+{
+	free(u->huge1);
+	free(u->thp);
+	free(u->split_by_limiter);
+	free(u->split_stack);
+	u->huge1 = u->thp = u->split_by_limiter = NULL;
+	u->split_stack = NULL;
+}
+
+u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u)
+{
+	u64 r, n = 0;
+
+	for (r = 0; r < u->nhost; r++)
+		n += u->thp[r] != H_OUTSIDE;
+	return n;
+}
+
+static inline int aligned2(const struct tlbs_mmu *u)
+{
+	return !(u->hva_offset & ((1ULL << u->m->huge_shift) - 1));
+}
+
+/* Guest-physical address of workload offset @off. */
+static inline u64 gpa_of(const struct tlbs_mmu *u, u64 off, u64 r)
+{
+	u32 bs = u->m->base_shift, hs = u->m->huge_shift;
+	u64 pmask = (1ULL << (hs - bs)) - 1, idx;
+
+	if (u->huge1[r])
+		return off;
+	/* base pages scattered inside the region: a bijection on the index */
+	idx = (off >> bs) & pmask;
+	idx = ((idx ^ (r * 0x5bd1e995ULL)) * 0x9E3779B1ULL) & pmask;
+	return (r << hs) | (idx << bs) | (off & ((1ULL << bs) - 1));
+}
+
+static inline unsigned char fault_in(struct tlbs_mmu *u, u64 hi)
+{
+	unsigned char st = H_SMALL;
+
+	if (u->thp2 && u->huge_in_use < u->limit) {
+		st = H_HUGE;
+		u->huge_in_use++;
+	}
+	u->thp[hi] = st;
+	return st;
+}
+
+static inline enum tlbs_class class2(struct tlbs_mmu *u, u64 gpa)
+{
+	u64 hi = ((gpa + u->hva_offset) >> u->m->huge_shift) - u->host_first;
+	unsigned char st = u->thp[hi];
+
+	if (st == H_UNTOUCHED)
+		st = fault_in(u, hi);
+	return (st == H_HUGE && aligned2(u)) ? TLBS_HUGE : TLBS_BASE;
+}
+
+enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
+{
+	u64 r = off >> u->m->huge_shift, gpa = gpa_of(u, off, r);
+	u64 hi = ((gpa + u->hva_offset) >> u->m->huge_shift) - u->host_first;
+
+	return (u->thp[hi] == H_HUGE && aligned2(u)) ? TLBS_HUGE : TLBS_BASE;
+}
+
+/* Look a translation up along its class's path; fill on a miss. */
+static inline void translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
+{
+	struct tlbs_machine *m = u->m;
+	u32 n = m->pathlen[c], i, j;
+
+	for (i = 0; i < n; i++) {
+		if (tlbs_group_lookup_fast(&m->g[m->path[c][i]], key)) {
+			if (i) {
+				u->l1_misses++;
+				for (j = 0; j < i; j++)
+					tlbs_group_fill(&m->g[m->path[c][j]],
+							key);
+			}
+			return;
+		}
+	}
+	u->walks[c]++;
+	for (i = 0; i < n; i++)
+		tlbs_group_fill(&m->g[m->path[c][i]], key);
+}
+
+void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
+{
+	u32 bs = u->m->base_shift, hs = u->m->huge_shift, k;
+	u32 sh[TLBS_NCLASS] = { bs, hs };
+
+	u->accesses += n;
+	switch (u->model) {
+	case TLBS_NATIVE:
+		for (k = 0; k < n; k++) {
+			u64 a = off[k];
+			enum tlbs_class c = u->huge1[a >> hs];
+
+			translate(u, c, tlbs_key(TLBS_SP_NATIVE, c, a >> sh[c]));
+		}
+		break;
+	case TLBS_VZ:
+		for (k = 0; k < n; k++) {
+			u64 a = off[k], r = a >> hs, g = gpa_of(u, a, r);
+			enum tlbs_class c1 = u->huge1[r], c2 = class2(u, g);
+
+			translate(u, c1, tlbs_key(TLBS_SP_STAGE1, c1,
+						  a >> sh[c1]));
+			translate(u, c2, tlbs_key(TLBS_SP_STAGE2, c2,
+						  g >> sh[c2]));
+		}
+		break;
+	case TLBS_COMBINED:
+		for (k = 0; k < n; k++) {
+			u64 a = off[k], r = a >> hs, g = gpa_of(u, a, r);
+			enum tlbs_class c1 = u->huge1[r], c2 = class2(u, g);
+			enum tlbs_class c = c1 < c2 ? c1 : c2;
+
+			translate(u, c, tlbs_key(TLBS_SP_COMBINED, c,
+						 a >> sh[c]));
+		}
+		break;
+	}
+}
+
+static void invalidate_all(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
+{
+	struct tlbs_machine *m = u->m;
+	u32 i;
+
+	for (i = 0; i < m->pathlen[c]; i++)
+		tlbs_group_invalidate(&m->g[m->path[c][i]], key);
+}
+
+/*
+ * Host region @hi changed size: drop the TLB entries that mapped it, as the
+ * MMU notifier does (the huge stage-2 entry on a split; the base-page
+ * entries on a collapse). The guest maps GPA region == GVA region.
+ */
+static void shoot_down(struct tlbs_mmu *u, u64 hi, int was_huge)
+{
+	u32 bs = u->m->base_shift, hs = u->m->huge_shift;
+	u64 gr, p, npages = 1ULL << (hs - bs);
+	enum tlbs_space sp = u->model == TLBS_VZ ? TLBS_SP_STAGE2
+						 : TLBS_SP_COMBINED;
+
+	if (!aligned2(u) || u->model == TLBS_NATIVE)
+		return;	/* stage 2 was never huge */
+	gr = (((hi + u->host_first) << hs) - u->hva_offset) >> hs;
+	if (was_huge) {
+		invalidate_all(u, TLBS_HUGE, tlbs_key(sp, TLBS_HUGE, gr));
+		return;
+	}
+	/* every base page of the region: stage-2 entries are keyed by GPA,
+	 * combined ones by GVA; both cover the same region number */
+	for (p = 0; p < npages; p++)
+		invalidate_all(u, TLBS_BASE, tlbs_key(sp, TLBS_BASE,
+						      (gr << (hs - bs)) | p));
+}
+
+static u64 pick_split(struct tlbs_mmu *u)
+{
+	u64 r, n = 0, want;
+
+	switch (u->split_order) {
+	case TLBS_SPLIT_HIGH:
+		for (r = u->nhost; r-- > 0;)
+			if (u->thp[r] == H_HUGE)
+				return r;
+		break;
+	case TLBS_SPLIT_RANDOM:
+		for (r = 0; r < u->nhost; r++)
+			n += u->thp[r] == H_HUGE;
+		if (!n)
+			break;
+		want = tlbs_rand_below(&u->rng, n);
+		for (r = 0; r < u->nhost; r++)
+			if (u->thp[r] == H_HUGE && !want--)
+				return r;
+		break;
+	default:
+		for (r = 0; r < u->nhost; r++)
+			if (u->thp[r] == H_HUGE)
+				return r;
+		break;
+	}
+	return ~0ULL;
+}
+
+void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit)
+{
+	u64 r;
+
+	u->limit = limit;
+	while (u->huge_in_use > limit) {
+		r = pick_split(u);
+		if (r == ~0ULL)
+			break;
+		u->thp[r] = H_SMALL;
+		u->huge_in_use--;
+		u->splits++;
+		if (!u->split_by_limiter[r]) {
+			u->split_by_limiter[r] = 1;
+			u->split_stack[u->nsplit++] = r;
+		}
+		shoot_down(u, r, 1);
+	}
+	/* raising the limit lets the split regions collapse again, last
+	 * split first (khugepaged's work, done at once here) */
+	while (u->huge_in_use < limit && u->nsplit) {
+		r = u->split_stack[--u->nsplit];
+		u->split_by_limiter[r] = 0;
+		if (u->thp[r] != H_SMALL)
+			continue;
+		u->thp[r] = H_HUGE;
+		u->huge_in_use++;
+		u->restores++;
+		shoot_down(u, r, 0);
+	}
+}
+
+double tlbs_mmu_time_ns(const struct tlbs_mmu *u)
+{
+	const struct tlbs_machine *m = u->m;
+
+	return (double)u->accesses * m->access_ns +
+	       (double)u->l1_misses * m->l1_miss_ns +
+	       (double)(u->walks[TLBS_BASE] + u->walks[TLBS_HUGE]) *
+	       m->refill_ns;
+}

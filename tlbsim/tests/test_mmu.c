@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * Translation against hand-computed cases: native base/huge, the MIPS-VZ
+ * model needing two resident entries, the combined model, HVA/GPA
+ * misalignment forcing base-size stage-2 entries, the THP limiter.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "tlbsim.h"
+
+#define MB (1ULL << 20)
+
+/* GS464V-shaped, but a VTLB of @vtlb entries, LRU, to count by hand. */
+static void machine(struct tlbs_machine *m, int vtlb)
+{
+	char text[512], err[256];
+
+	snprintf(text, sizeof(text),
+		 "name t\nbase_page 16K\nhuge_page 32M\n"
+		 "group VTLB entries=%d ways=%d replace=lru sizes=huge\n"
+		 "group FTLB entries=2048 ways=8 replace=lru sizes=base\n"
+		 "access_ns 100\nrefill_ns 150\n", vtlb, vtlb);
+	if (tlbs_machine_parse(m, text, "test", err, sizeof(err)))
+		fprintf(stderr, "%s\n", err);
+}
+
+static void run1(struct tlbs_mmu *u, u64 off)
+{
+	tlbs_mmu_run(u, &off, 1);
+}
+
+static void test_native(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+
+	machine(&m, 64);
+	/* 64 MiB = two 32 MiB regions, native THP: one huge entry each */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 1, 0, 0), 0);
+	run1(&u, 0);
+	run1(&u, 16 << 10);		/* same huge page */
+	run1(&u, 32 * MB + 5);		/* second region */
+	run1(&u, 31 * MB);
+	CHECK_EQ(u.walks[TLBS_HUGE], 2);
+	CHECK_EQ(u.walks[TLBS_BASE], 0);
+	CHECK_EQ(m.g[0].fills, 2);
+	CHECK_EQ(m.g[1].fills, 0);
+	tlbs_mmu_free(&u);
+	tlbs_machine_reset_stats(&m);
+	tlbs_group_flush(&m.g[0]);
+	/* base pages: 0 and 16K are two 16 KiB pages, 8K shares page 0 */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 0, 0, 0), 0);
+	run1(&u, 0);
+	run1(&u, 8 << 10);
+	run1(&u, 16 << 10);
+	CHECK_EQ(u.walks[TLBS_BASE], 2);
+	CHECK_EQ(u.walks[TLBS_HUGE], 0);
+	CHECK_EQ(u.accesses, 3);
+	/* time: 3 accesses x 100 + 2 refills x 150 */
+	CHECK(tlbs_mmu_time_ns(&u) == 600.0, "time %.1f",
+	      tlbs_mmu_time_ns(&u));
+	/* a partial last region is never huge: 40 MiB, offset 35 MiB */
+	tlbs_mmu_free(&u);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 40 * MB, 1, 0, 0), 0);
+	run1(&u, 35 * MB);
+	CHECK_EQ(u.walks[TLBS_BASE], 1);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+}
+
+static void test_vz_two_entries(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+	int i;
+
+	machine(&m, 64);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 0), 0);
+	run1(&u, 100);
+	/* one guest access, two huge entries: GVA->GPA and GPA->HPA */
+	CHECK_EQ(u.walks[TLBS_HUGE], 2);
+	CHECK_EQ(tlbs_group_count(&m.g[0]), 2);
+	CHECK_EQ(u.huge_in_use, 1);
+	run1(&u, 200);
+	CHECK_EQ(u.walks[TLBS_HUGE], 2);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+
+	/*
+	 * A 2-entry LRU VTLB: natively two regions fit, in a VM they need
+	 * four entries, so alternating between them misses both every time.
+	 */
+	machine(&m, 2);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 1, 0, 0), 0);
+	for (i = 0; i < 10; i++)
+		run1(&u, (i & 1) * 32 * MB);
+	CHECK_EQ(u.walks[TLBS_HUGE], 2);
+	tlbs_mmu_free(&u);
+	tlbs_group_flush(&m.g[0]);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 0), 0);
+	for (i = 0; i < 10; i++)
+		run1(&u, (i & 1) * 32 * MB);
+	CHECK_EQ(u.walks[TLBS_HUGE], 20);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+
+	/* guest huge, host base: a huge stage-1 and a base stage-2 entry */
+	machine(&m, 64);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 0, 0), 0);
+	run1(&u, 0);
+	run1(&u, 16 << 10);
+	CHECK_EQ(u.walks[TLBS_HUGE], 1);
+	CHECK_EQ(u.walks[TLBS_BASE], 2);
+	CHECK_EQ(u.huge_in_use, 0);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+}
+
+static void test_misalignment(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+
+	machine(&m, 64);
+	/*
+	 * HVA = GPA + 16 KiB: host THPs still form (the regions wholly in
+	 * the memslot: [32M, 64M) of HVA), but no stage-2 mapping can be
+	 * huge: every stage-2 entry is a base page.
+	 */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 16 << 10), 0);
+	CHECK_EQ(tlbs_mmu_total_pages(&u), 1);
+	run1(&u, 0);
+	run1(&u, 40 * MB);
+	CHECK_EQ(u.walks[TLBS_HUGE], 2);	/* the two stage-1 entries */
+	CHECK_EQ(u.walks[TLBS_BASE], 2);	/* stage 2: base pages */
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 40 * MB), TLBS_BASE);
+	CHECK_EQ(u.huge_in_use, 1);		/* a THP, uselessly */
+	tlbs_mmu_free(&u);
+	tlbs_machine_reset_stats(&m);
+	tlbs_group_flush(&m.g[0]);
+	tlbs_group_flush(&m.g[1]);
+	/* HVA = GPA + 32 MiB: congruent, huge stage 2 */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 32 * MB), 0);
+	CHECK_EQ(tlbs_mmu_total_pages(&u), 2);
+	run1(&u, 0);
+	run1(&u, 40 * MB);
+	CHECK_EQ(u.walks[TLBS_HUGE], 4);
+	CHECK_EQ(u.walks[TLBS_BASE], 0);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 40 * MB), TLBS_HUGE);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+}
+
+static void test_combined(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+	int g, h;
+
+	machine(&m, 64);
+	for (g = 0; g <= 1; g++) {
+		for (h = 0; h <= 1; h++) {
+			tlbs_machine_reset_stats(&m);
+			tlbs_group_flush(&m.g[0]);
+			tlbs_group_flush(&m.g[1]);
+			CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_COMBINED, 64 * MB,
+					       g, h, 0), 0);
+			run1(&u, 0);
+			run1(&u, 16 << 10);
+			/* one entry per translation, the smaller size */
+			if (g && h) {
+				CHECK_EQ(u.walks[TLBS_HUGE], 1);
+				CHECK_EQ(u.walks[TLBS_BASE], 0);
+			} else {
+				CHECK_EQ(u.walks[TLBS_HUGE], 0);
+				CHECK_EQ(u.walks[TLBS_BASE], 2);
+			}
+			tlbs_mmu_free(&u);
+		}
+	}
+	tlbs_machine_free(&m);
+}
+
+static void test_limiter(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+	u64 r;
+
+	machine(&m, 64);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 128 * MB, 1, 1, 0), 0);
+	for (r = 0; r < 4; r++)
+		run1(&u, r * 32 * MB);
+	CHECK_EQ(u.huge_in_use, 4);
+	CHECK_EQ(tlbs_group_count(&m.g[0]), 8);
+	/* limit 2, split from the highest address down (as tlbb_thp.c) */
+	tlbs_mmu_apply_limit(&u, 2);
+	CHECK_EQ(u.huge_in_use, 2);
+	CHECK_EQ(u.splits, 2);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 3 * 32 * MB), TLBS_BASE);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 2 * 32 * MB), TLBS_BASE);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 1 * 32 * MB), TLBS_HUGE);
+	/* the split regions' huge stage-2 entries were shot down */
+	CHECK_EQ(tlbs_group_count(&m.g[0]), 6);
+	CHECK_EQ(tlbs_group_lookup(&m.g[0], tlbs_key(TLBS_SP_STAGE2,
+			TLBS_HUGE, 3)), 0);
+	CHECK_EQ(tlbs_group_lookup(&m.g[0], tlbs_key(TLBS_SP_STAGE2,
+			TLBS_HUGE, 1)), 1);
+	/* region 3 now refills a base-page stage-2 entry */
+	run1(&u, 3 * 32 * MB);
+	CHECK_EQ(u.walks[TLBS_BASE], 1);
+	/* raise to 3: region 2 (the last split) collapses first */
+	tlbs_mmu_apply_limit(&u, 3);
+	CHECK_EQ(u.huge_in_use, 3);
+	CHECK_EQ(u.restores, 1);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 2 * 32 * MB), TLBS_HUGE);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 3 * 32 * MB), TLBS_BASE);
+	tlbs_mmu_apply_limit(&u, 4);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 3 * 32 * MB), TLBS_HUGE);
+	/* the collapse shot down region 3's base-page stage-2 entry */
+	CHECK_EQ(tlbs_group_count(&m.g[1]), 0);
+	tlbs_mmu_free(&u);
+
+	/* a limit in force before first touch: faults beyond it are small */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 128 * MB, 1, 1, 0), 0);
+	tlbs_mmu_apply_limit(&u, 1);
+	run1(&u, 0);
+	run1(&u, 32 * MB);
+	CHECK_EQ(u.huge_in_use, 1);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 0), TLBS_HUGE);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 32 * MB), TLBS_BASE);
+	tlbs_mmu_free(&u);
+
+	/* split order low and random also reach the limit */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 128 * MB, 1, 1, 0), 0);
+	u.split_order = TLBS_SPLIT_LOW;
+	for (r = 0; r < 4; r++)
+		run1(&u, r * 32 * MB);
+	tlbs_mmu_apply_limit(&u, 3);
+	CHECK_EQ(tlbs_mmu_stage2_class(&u, 0), TLBS_BASE);
+	u.split_order = TLBS_SPLIT_RANDOM;
+	tlbs_mmu_apply_limit(&u, 0);
+	CHECK_EQ(u.huge_in_use, 0);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+}
+
+int main(void)
+{
+	test_native();
+	test_vz_two_entries();
+	test_misalignment();
+	test_combined();
+	test_limiter();
+	return check_done("test_mmu");
+}

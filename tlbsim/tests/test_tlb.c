@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * TLB groups against hand-computed cases: hits, misses, LRU/FIFO/random
+ * replacement, set conflicts, invalidation; and the fully associative hash
+ * index against a brute-force search over a long random sequence.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "tlbsim.h"
+
+#define K(v) tlbs_key(TLBS_SP_NATIVE, TLBS_BASE, (v))
+
+/* Look @key up; on a miss fill it. Returns 1 on a hit. */
+static int touch(struct tlbs_group *g, u64 key)
+{
+	if (tlbs_group_lookup(g, key))
+		return 1;
+	tlbs_group_fill(g, key);
+	return 0;
+}
+
+static int resident(struct tlbs_group *g, u64 key)
+{
+	u32 i;
+
+	for (i = 0; i < g->entries; i++)
+		if (g->key[i] == key)
+			return 1;
+	return 0;
+}
+
+static void test_fa_lru(void)
+{
+	struct tlbs_group g;
+
+	CHECK_EQ(tlbs_group_init(&g, "fa", 4, 4, TLBS_LRU, 1), 0);
+	/* A B C D: four compulsory misses */
+	CHECK_EQ(touch(&g, K(1)) + touch(&g, K(2)) + touch(&g, K(3)) +
+		 touch(&g, K(4)), 0);
+	CHECK_EQ(tlbs_group_count(&g), 4);
+	/* A hits and becomes most recent: LRU order is now B C D A */
+	CHECK_EQ(touch(&g, K(1)), 1);
+	/* E evicts B */
+	CHECK_EQ(touch(&g, K(5)), 0);
+	CHECK(!resident(&g, K(2)), "B should be evicted");
+	CHECK(resident(&g, K(1)), "A should stay (recently used)");
+	/* B misses again and evicts C, the least recent now */
+	CHECK_EQ(touch(&g, K(2)), 0);
+	CHECK(!resident(&g, K(3)), "C should be evicted");
+	CHECK_EQ(touch(&g, K(4)) + touch(&g, K(1)) + touch(&g, K(5)), 3);
+	CHECK_EQ(g.hits, 4);
+	CHECK_EQ(g.misses, 6);
+	/* cyclic over 5 keys in 4 LRU entries: every access misses */
+	g.hits = 0;
+	for (int i = 0; i < 50; i++)
+		touch(&g, K(10 + i % 5));
+	CHECK_EQ(g.hits, 0);
+	tlbs_group_free(&g);
+}
+
+static void test_fa_fifo(void)
+{
+	struct tlbs_group g;
+
+	CHECK_EQ(tlbs_group_init(&g, "fifo", 4, 4, TLBS_FIFO, 1), 0);
+	touch(&g, K(1));
+	touch(&g, K(2));
+	touch(&g, K(3));
+	touch(&g, K(4));
+	CHECK_EQ(touch(&g, K(1)), 1);	/* a hit does not refresh FIFO */
+	CHECK_EQ(touch(&g, K(5)), 0);	/* evicts A, the oldest fill */
+	CHECK(!resident(&g, K(1)), "FIFO evicts the oldest fill");
+	CHECK(resident(&g, K(2)), "B stays");
+	CHECK_EQ(touch(&g, K(6)), 0);	/* then B */
+	CHECK(!resident(&g, K(2)), "then B");
+	tlbs_group_free(&g);
+}
+
+static void test_sa_conflict(void)
+{
+	struct tlbs_group g;
+
+	/* 4 entries, 2 ways: 2 sets, set = vpn & 1 */
+	CHECK_EQ(tlbs_group_init(&g, "sa", 4, 2, TLBS_LRU, 1), 0);
+	CHECK_EQ(g.sets, 2);
+	/* vpn 0, 2, 4 all index set 0: a conflict miss with 1 entry free */
+	touch(&g, K(0));
+	touch(&g, K(2));
+	touch(&g, K(4));		/* evicts 0 (LRU of set 0) */
+	CHECK(!resident(&g, K(0)), "vpn 0 evicted by a set conflict");
+	CHECK_EQ(tlbs_group_count(&g), 2);
+	/* set 1 is untouched: vpn 1 and 3 both fit */
+	touch(&g, K(1));
+	touch(&g, K(3));
+	CHECK_EQ(tlbs_group_count(&g), 4);
+	CHECK_EQ(touch(&g, K(2)) + touch(&g, K(4)) + touch(&g, K(1)) +
+		 touch(&g, K(3)), 4);
+	/* alternating 0, 2, 4 in a 2-way set: LRU misses every time */
+	g.hits = 0;
+	for (int i = 0; i < 30; i++)
+		touch(&g, K((i % 3) * 2));
+	CHECK_EQ(g.hits, 0);
+	/* a fully associative group of the same size holds all three */
+	tlbs_group_free(&g);
+	CHECK_EQ(tlbs_group_init(&g, "fa", 4, 4, TLBS_LRU, 1), 0);
+	for (int i = 0; i < 30; i++)
+		touch(&g, K((i % 3) * 2));
+	CHECK_EQ(g.misses, 3);
+	tlbs_group_free(&g);
+}
+
+static void test_sa_fifo_random(void)
+{
+	struct tlbs_group g;
+	int i;
+
+	CHECK_EQ(tlbs_group_init(&g, "saf", 4, 2, TLBS_FIFO, 1), 0);
+	touch(&g, K(0));
+	touch(&g, K(2));
+	touch(&g, K(0));		/* hit: no refresh under FIFO */
+	touch(&g, K(4));		/* evicts 0 */
+	CHECK(!resident(&g, K(0)) && resident(&g, K(2)),
+	      "FIFO set evicts the oldest fill");
+	tlbs_group_free(&g);
+
+	/* random: the victim is always inside the indexed set */
+	CHECK_EQ(tlbs_group_init(&g, "sar", 8, 2, TLBS_RANDOM, 1), 0);
+	touch(&g, K(1));
+	touch(&g, K(5));	/* set 1 full */
+	touch(&g, K(0));	/* set 0 */
+	for (i = 0; i < 100; i++)
+		touch(&g, K(9 + 4 * (i % 5)));	/* all set 1 */
+	CHECK(resident(&g, K(0)), "random eviction stayed in its set");
+	CHECK_EQ(tlbs_group_count(&g), 3);
+	tlbs_group_free(&g);
+}
+
+static void test_invalidate_flush(void)
+{
+	struct tlbs_group g;
+	u64 h = tlbs_key(TLBS_SP_STAGE2, TLBS_HUGE, 7);
+	u64 s = tlbs_key(TLBS_SP_STAGE2, TLBS_BASE, 7);
+	u64 n = tlbs_key(TLBS_SP_STAGE1, TLBS_HUGE, 7);
+
+	CHECK_EQ(tlbs_group_init(&g, "inv", 8, 8, TLBS_LRU, 3), 0);
+	touch(&g, h);
+	touch(&g, s);
+	touch(&g, n);
+	/* same page number, different size or space: three entries */
+	CHECK_EQ(tlbs_group_count(&g), 3);
+	CHECK_EQ(tlbs_group_invalidate(&g, h), 1);
+	CHECK_EQ(tlbs_group_invalidate(&g, h), 0);
+	CHECK_EQ(tlbs_group_lookup(&g, h), 0);
+	CHECK_EQ(tlbs_group_lookup(&g, s), 1);
+	CHECK_EQ(tlbs_group_flush(&g), 2);
+	CHECK_EQ(tlbs_group_count(&g), 0);
+	CHECK_EQ(tlbs_group_lookup(&g, s), 0);
+	/* usable after a flush */
+	touch(&g, s);
+	CHECK_EQ(tlbs_group_lookup(&g, s), 1);
+	tlbs_group_free(&g);
+}
+
+/* The hash index and LRU list agree with a brute-force search. */
+static void test_fa_index_consistency(enum tlbs_repl repl)
+{
+	struct tlbs_group g;
+	u64 rng = 12345, key;
+	int i, bad = 0, lookups_ok = 0;
+
+	CHECK_EQ(tlbs_group_init(&g, "big", 64, 64, repl, 1), 0);
+	for (i = 0; i < 200000; i++) {
+		key = K(tlbs_rand_below(&rng, 150));
+		if (i % 97 == 0) {
+			int was = resident(&g, key);
+
+			if (tlbs_group_invalidate(&g, key) != was)
+				bad++;
+			continue;
+		}
+		if (tlbs_group_lookup(&g, key) != resident(&g, key)) {
+			bad++;
+			continue;
+		}
+		lookups_ok++;
+		if (!resident(&g, key))
+			tlbs_group_fill(&g, key);
+		if (tlbs_group_count(&g) > 64)
+			bad++;
+	}
+	CHECK(bad == 0, "%d disagreements (%s)", bad, tlbs_repl_name(repl));
+	CHECK(lookups_ok > 190000, "%d lookups checked", lookups_ok);
+	/* uniform over 150 keys in 64 entries: hit rate near 64/150 */
+	CHECK(g.hits > 0.35 * (g.hits + g.misses) &&
+	      g.hits < 0.50 * (g.hits + g.misses),
+	      "hit rate %.3f (%s)", (double)g.hits / (g.hits + g.misses),
+	      tlbs_repl_name(repl));
+	tlbs_group_free(&g);
+}
+
+static void test_bad_geometry(void)
+{
+	struct tlbs_group g;
+
+	CHECK(tlbs_group_init(&g, "x", 6, 4, TLBS_LRU, 1) != 0,
+	      "6 entries in 4 ways");
+	tlbs_group_free(&g);
+	CHECK(tlbs_group_init(&g, "x", 24, 8, TLBS_LRU, 1) != 0,
+	      "3 sets is not a power of two");
+	tlbs_group_free(&g);
+	CHECK(tlbs_group_init(&g, "x", 128, 64, TLBS_LRU, 1) != 0,
+	      "64 ways in 2 sets");
+	tlbs_group_free(&g);
+}
+
+int main(void)
+{
+	test_fa_lru();
+	test_fa_fifo();
+	test_sa_conflict();
+	test_sa_fifo_random();
+	test_invalidate_flush();
+	test_fa_index_consistency(TLBS_LRU);
+	test_fa_index_consistency(TLBS_RANDOM);
+	test_fa_index_consistency(TLBS_FIFO);
+	test_bad_geometry();
+	return check_done("test_tlb");
+}
