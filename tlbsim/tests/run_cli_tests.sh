@@ -1,0 +1,62 @@
+#!/bin/bash
+# The tlbsim command line: bad input exits 2 with a message naming the
+# culprit; the embedded controller hash is that of the file the Makefile
+# compiled; small runs print the JSON fields the Python front end reads.
+set -u
+cd "$(dirname "$0")/.."
+B=${O:-build}/tlbsim
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect_error "needle" args...: exit status 2, stderr contains needle
+expect_error() {
+	local needle=$1 err rc
+	shift
+	err=$("$B" "$@" 2>&1 >/dev/null)
+	rc=$?
+	if [ $rc -eq 2 ] && [[ $err == *"$needle"* ]]; then ok; else
+		bad "tlbsim $* -> rc $rc, '$err' (wanted '$needle')"; fi
+}
+
+expect_error "no such preset" run --machine z80
+expect_error "unknown kind 'zipf'" run --workload zipf:size=1G
+expect_error "--model 'arm'" run --model arm
+expect_error "--controller 'maybe'" run --controller maybe
+expect_error "--controller needs a VM model" run --model native \
+	--controller balance
+expect_error "--thp-host 'perhaps'" run --thp-host perhaps
+expect_error "--accesses 'many'" run --accesses many
+expect_error "param imbalance_threshold=0" run --param imbalance_threshold=0
+expect_error "param bogus: unknown" run --param bogus=1
+expect_error "--split-order 'middle'" run --split-order middle
+expect_error "unexpected argument 'extra'" run extra
+
+geo=$(mktemp)
+printf 'name broken\nbase_page 16K\nhuge_page 32M\ngroup V entries=64 ways=3 sizes=huge\n' > "$geo"
+expect_error "$geo:4: group V" run --machine "$geo"
+"$B" preset gs464v | sed 's/entries=64 ways=64/entries=32 ways=32/' > "$geo"
+if "$B" run --machine "$geo" --accesses 1M | grep -q '"entries": 32,'; then ok; else
+	bad "a geometry file loaded from a path"; fi
+rm -f "$geo"
+
+# the controller source: the file compiled is the file in the tree
+want=$(sha256sum ../kernel-module/core/tlbb_ctrl.c | cut -d' ' -f1)
+got=$("$B" version | sed 's/.*"ctrl_sha256": "\([0-9a-f]*\)".*/\1/')
+if [ "$want" = "$got" ]; then ok; else
+	bad "controller hash $got != $want (rebuild?)"; fi
+
+out=$("$B" run --workload seq:size=64M --accesses 1M --model native)
+for f in '"refills_huge": 2,' '"refills_small": 0,' '"accesses": 1000000,'; do
+	if [[ $out == *"$f"* ]]; then ok; else bad "seq run lacks $f: $out"; fi
+done
+
+for p in $("$B" presets); do
+	if "$B" run --machine "$p" --accesses 200K --controller balance \
+		>/dev/null; then ok; else bad "preset $p run"; fi
+done
+
+echo "cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]
