@@ -1,0 +1,151 @@
+#!/bin/bash
+# Stage 2 of the compute node in a box: PID 1 on the overlay root (the
+# host's / read-only over 9p, a tmpfs on top). Started by the initramfs,
+# configured by /tlbb-io/node.env (written by tools/node/node.py).
+#
+# Mounts, loads kvm-amd (nested paging) and tlbbalance.ko, mounts hugetlbfs,
+# installs the libvirt hook, starts virtlogd and libvirtd, then runs the
+# command agent on the virtio-serial port. When the agent ends (power-off
+# request), stops the domains and the daemons and tells QEMU the exit status
+# through isa-debug-exit: QEMU then exits with 2 * status + 1.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8
+umask 022
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm /dev/hugepages
+mount -t devpts -o gid=5,mode=620 devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs -o mode=0755 tmpfs /run
+mount -t tmpfs tmpfs /tmp
+mkdir -p /run/tlbb /run/lock /tlbb-io
+: >/run/tlbb/errors
+
+step() {
+	echo "$(cut -d' ' -f1 /proc/uptime) $*" >>/run/tlbb/boot.log
+}
+
+error() {
+	echo "tlbb-node: error: $*" >/dev/console
+	echo "$*" >>/run/tlbb/errors
+}
+
+power_off() {
+	local code=$1
+
+	sync
+	# isa-debug-exit at 0xf4: QEMU exits with (code << 1) | 1.
+	printf "\\x$(printf %02x "$code")" |
+		dd of=/dev/port bs=1 seek=244 2>/dev/null
+	echo o >/proc/sysrq-trigger
+	sleep 10
+}
+
+step stage2
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 tlbbio /tlbb-io ||
+	{ echo "tlbb-node: cannot mount the io share" >/dev/console;
+	  power_off 121; }
+# shellcheck disable=SC1091
+. /tlbb-io/node.env
+hostname "${TLBB_HOSTNAME:-tlbb-node}"
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t hugetlbfs -o pagesize=2M hugetlbfs /dev/hugepages
+echo "${TLBB_HUGEPAGES:-0}" >/proc/sys/vm/nr_hugepages
+echo "${TLBB_THP:-always}" >/sys/kernel/mm/transparent_hugepage/enabled
+ip link set lo up 2>/dev/null
+
+# The booted kernel's modules, from the kernel cache (host path).
+mkdir -p "/lib/modules/$TLBB_KVER"
+mount --bind "$TLBB_MODDIR" "/lib/modules/$TLBB_KVER" ||
+	error "cannot bind-mount modules from $TLBB_MODDIR"
+modprobe virtio_console || error "modprobe virtio_console failed"
+modprobe kvm_amd || error "modprobe kvm_amd failed: no /dev/kvm"
+modprobe configfs && mount -t configfs configfs /sys/kernel/config
+step modules
+
+# The working tree's Python package for Debian's python3 (the one with
+# python3-libvirt), and the CLI.
+echo "$TLBB_REPO" >/usr/lib/python3/dist-packages/tlbb-node.pth
+cat >/usr/local/bin/tlbbalance <<EOF
+#!/bin/sh
+exec /usr/bin/python3 -m nova_tlbbalance "\$@"
+EOF
+chmod +x /usr/local/bin/tlbbalance
+
+if [ -n "$TLBB_KO" ]; then
+	# shellcheck disable=SC2086
+	insmod "$TLBB_KO" $TLBB_KO_PARAMS ||
+		error "insmod $TLBB_KO $TLBB_KO_PARAMS failed"
+	step tlbbalance.ko
+fi
+
+if [ "$TLBB_LIBVIRT" = 1 ]; then
+	# A clean libvirt configuration: nothing from the host's libvirt state
+	# (domains, networks, hooks) leaks into the node.
+	rm -rf /etc/libvirt/hooks /etc/libvirt/qemu /etc/libvirt/storage \
+		/etc/libvirt/nwfilter /var/lib/libvirt /var/cache/libvirt \
+		/var/log/libvirt
+	mkdir -p /etc/libvirt/hooks/qemu.d /etc/libvirt/qemu /var/lib/libvirt \
+		/var/log/libvirt /var/cache/libvirt/qemu/capabilities
+	cat >/etc/libvirt/qemu.conf <<'EOF'
+# Written by tools/node/node-init.sh: a throwaway node, everything as root.
+user = "root"
+group = "root"
+security_driver = "none"
+namespaces = [ ]
+EOF
+	cat >/etc/libvirt/libvirtd.conf <<'EOF'
+# Written by tools/node/node-init.sh.
+log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+EOF
+	if [ -n "$TLBB_HOOK_CMD" ]; then
+		if eval "$TLBB_HOOK_CMD" >>/run/tlbb/hook-install.log 2>&1; then
+			step hook
+		else
+			error "hook install failed: $TLBB_HOOK_CMD" \
+			      "($(tail -n 3 /run/tlbb/hook-install.log))"
+		fi
+	fi
+	if [ -n "$TLBB_CAPS_DIR" ] && ls "$TLBB_CAPS_DIR"/*.xml >/dev/null 2>&1
+	then
+		cp "$TLBB_CAPS_DIR"/*.xml /var/cache/libvirt/qemu/capabilities/
+		caps_seeded=1
+	fi
+	virtlogd -d -p /run/virtlogd.pid || error "virtlogd failed"
+	libvirtd -d -p /run/libvirtd.pid || error "libvirtd failed"
+	for _ in $(seq 120); do
+		virsh -q -c qemu:///system version >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	if virsh -q -c qemu:///system version >/dev/null 2>&1; then
+		step libvirtd
+		if [ -z "$caps_seeded" ]; then
+			# Probe now and hand the result to the launcher's cache.
+			virsh -c qemu:///system domcapabilities --virttype kvm \
+				>/dev/null 2>&1
+			mkdir -p /tlbb-io/capabilities
+			cp /var/cache/libvirt/qemu/capabilities/*.xml \
+				/tlbb-io/capabilities/ 2>/dev/null
+			step capabilities-probed
+		fi
+	else
+		error "libvirtd does not answer"
+	fi
+fi
+
+step agent
+/usr/bin/python3 "$TLBB_REPO/tools/node/agent.py"
+status=$?
+
+# Power-off: stop the domains (their hooks run), then the daemons.
+if [ "$TLBB_LIBVIRT" = 1 ]; then
+	for d in $(virsh -q -c qemu:///system list --name 2>/dev/null); do
+		virsh -q -c qemu:///system destroy "$d" >/dev/null 2>&1
+	done
+	for p in /run/libvirtd.pid /run/virtlogd.pid; do
+		[ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null
+	done
+fi
+umount /tlbb-io 2>/dev/null
+power_off "$status"

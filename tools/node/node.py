@@ -1,0 +1,613 @@
+#!/usr/bin/env python3
+"""A compute node in a box: a Debian kernel under QEMU TCG with real KVM.
+
+The node boots one of Debian's kernels (tools/kernels/fetch.sh) under
+``qemu-system-x86_64 -accel tcg -cpu max``. Its root file system is this
+machine's own ``/``, shared read-only over 9p, with a tmpfs overlay on top:
+libvirt, QEMU and Debian's python3 are the host's packages, and the working
+tree (the Python package, the hook, the payload) is seen at its own path, so
+a test always runs the current code. Inside, node-init.sh loads kvm-amd
+(nested paging: real stage-2 mappings), tlbbalance.ko built from the working
+tree for that kernel, mounts hugetlbfs, installs the libvirt hook and starts
+virtlogd and libvirtd; agent.py then runs commands sent over virtio-serial.
+
+Python API (what tests and the demo use)::
+
+    with Node(kernel='6.1') as node:
+        res = node.run('virsh list --all')      # Result(rc, stdout, ...)
+        node.check('tlbbalance status --json')  # raises on rc != 0
+    # leaving the block powers the node off; node.exit_status is its status
+
+CLI::
+
+    tools/node/node.py run [options] -- virsh list     # exit status of CMD
+    tools/node/node.py shell [options]                 # commands from stdin
+    tools/node/node.py build [options]                 # artifacts only
+
+Only the standard library: it runs under any python3 >= 3.8.
+"""
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
+    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
+    'nova-tlbbalance')
+
+# Modules the initramfs needs to mount the 9p root with an overlay.
+INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
+# isa-debug-exit statuses set by the initramfs / node-init.sh on failure.
+EXIT_INITRAMFS = 120
+EXIT_NO_IO = 121
+
+
+class NodeError(Exception):
+    """The node failed to boot, answer or power off; says why."""
+
+
+class CommandFailed(NodeError):
+    def __init__(self, cmd, result):
+        self.result = result
+        super().__init__('command failed in the node (rc=%s): %s\n'
+                         '--- stdout\n%s--- stderr\n%s'
+                         % (result.rc, cmd, result.stdout, result.stderr))
+
+
+def _exit_meaning(rc):
+    if rc is None:
+        return ' (still running)'
+    if rc & 1:
+        status = rc >> 1
+        return ' (node exit status %d%s)' % (status, {
+            EXIT_INITRAMFS: ': the initramfs failed',
+            EXIT_NO_IO: ': node-init.sh could not mount the io share'}.get(
+                status, ''))
+    return ' (no exit status: panic or QEMU error)'
+
+
+class Result:
+    def __init__(self, reply):
+        self.rc = reply.get('rc')
+        self.stdout = reply.get('stdout', '')
+        self.stderr = reply.get('stderr', '')
+        self.secs = reply.get('secs')
+        self.timed_out = reply.get('timed_out', False)
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def __repr__(self):
+        return 'Result(rc=%r, stdout=%r, stderr=%r)' % (
+            self.rc, self.stdout[-200:], self.stderr[-200:])
+
+
+def log(msg):
+    print('node: %s' % msg, file=sys.stderr, flush=True)
+
+
+def _run(argv, what, **kw):
+    p = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise NodeError('%s failed (rc=%d): %s\n%s%s' % (
+            what, p.returncode, ' '.join(map(shlex.quote, argv)),
+            p.stdout[-3000:], p.stderr[-3000:]))
+    return p.stdout
+
+
+# ---------------------------------------------------------------- kernel
+
+class Kernel:
+    """A kernel from tools/kernels/fetch.sh's cache, plus a modules.dep."""
+
+    def __init__(self, line):
+        fetch = os.path.join(REPO, 'tools', 'kernels', 'fetch.sh')
+        if not os.path.exists(fetch):
+            raise NodeError('%s is missing: cannot get a kernel' % fetch)
+        out = _run([fetch, line], 'fetching the %s kernel' % line)
+        self.dir = out.strip().splitlines()[-1]
+        self.line = line
+        with open(os.path.join(self.dir, 'abi')) as f:
+            self.abi = f.read().strip()
+        self.vmlinux = os.path.join(self.dir, 'vmlinux')
+        self.headers = os.path.realpath(os.path.join(self.dir, 'headers'))
+        self.modules = self._moddir()
+
+    def _moddir(self):
+        """lib/modules/<abi> with modules.dep (the .deb ships none).
+
+        Built once under the node cache: symlinks to the cached modules and
+        depmod's output, so the kernel cache itself is left as fetched.
+        """
+        src = os.path.realpath(os.path.join(self.dir, 'modules'))
+        if os.path.exists(os.path.join(src, 'modules.dep')):
+            return src
+        base = os.path.join(CACHE, 'node', self.abi, 'depmod')
+        mod = os.path.join(base, 'lib', 'modules', self.abi)
+        if os.path.exists(os.path.join(mod, 'modules.dep')):
+            return mod
+        tmp = base + '.tmp'
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmod = os.path.join(tmp, 'lib', 'modules', self.abi)
+        os.makedirs(tmod)
+        for name in os.listdir(src):
+            path = os.path.join(src, name)
+            if name == 'kernel':
+                os.symlink(path, os.path.join(tmod, name))
+            elif os.path.isfile(path):
+                shutil.copy2(path, tmod)
+        _run(['depmod', '-b', tmp, self.abi], 'depmod for ' + self.abi)
+        shutil.rmtree(base, ignore_errors=True)
+        os.rename(tmp, base)
+        return mod
+
+    def module_deps(self, names):
+        """Paths (relative to the modules dir) of names and their
+        dependencies, in load order."""
+        deps = {}
+        by_name = {}
+        with open(os.path.join(self.modules, 'modules.dep')) as f:
+            for line in f:
+                mod, _, rest = line.partition(':')
+                deps[mod] = rest.split()
+                base = os.path.basename(mod).split('.ko')[0]
+                by_name[base.replace('-', '_')] = mod
+        order = []
+
+        def visit(mod):
+            if mod in order:
+                return
+            # modules.dep lists the deps of deps too; the last is loaded
+            # first by modprobe.
+            for dep in reversed(deps[mod]):
+                visit(dep)
+            order.append(mod)
+        for name in names:
+            if name.replace('-', '_') not in by_name:
+                raise NodeError('module %s not in %s' % (name, self.abi))
+            visit(by_name[name.replace('-', '_')])
+        return order
+
+
+# --------------------------------------------------------------- artifacts
+
+def _cpio_newc(entries):
+    """A newc cpio archive from (name, mode, data-or-None) entries."""
+    out = io.BytesIO()
+    ino = 1
+    for name, mode, data in entries + [('TRAILER!!!', 0, b'')]:
+        data = data or b''
+        nameb = name.encode() + b'\0'
+        hdr = '070701' + ''.join('%08X' % v for v in (
+            ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
+            len(nameb), 0))
+        out.write(hdr.encode() + nameb)
+        out.write(b'\0' * (-(110 + len(nameb)) % 4))
+        out.write(data)
+        out.write(b'\0' * (-len(data) % 4))
+        ino += 1
+    return out.getvalue()
+
+
+def _module_bytes(path):
+    if path.endswith('.xz'):
+        import lzma
+        with lzma.open(path) as f:
+            return f.read()
+    if path.endswith('.zst'):
+        return subprocess.run(['zstd', '-dc', path], check=True,
+                              capture_output=True).stdout
+    with open(path, 'rb') as f:
+        return f.read()
+
+
+def build_initramfs(kernel):
+    """busybox + the 9p/overlay modules + initramfs-init.sh, cached."""
+    busybox = shutil.which('busybox') or '/bin/busybox'
+    with open(busybox, 'rb') as f:
+        bb = f.read()
+    if b'ld-linux' in bb[:4096 * 4]:
+        raise NodeError('%s is dynamically linked: install busybox-static'
+                        % busybox)
+    with open(os.path.join(HERE, 'initramfs-init.sh'), 'rb') as f:
+        init = f.read()
+    mods = kernel.module_deps(INITRAMFS_MODULES)
+    key = hashlib.sha256(init + bb[:65536] + repr(mods).encode()
+                         ).hexdigest()[:16]
+    path = os.path.join(CACHE, 'node', kernel.abi, 'initramfs-%s.cpio' % key)
+    if os.path.exists(path):
+        return path
+    entries = [('bin', 0o40755, None), ('dev', 0o40755, None),
+               ('proc', 0o40755, None), ('sys', 0o40755, None),
+               ('modules', 0o40755, None),
+               ('bin/busybox', 0o100755, bb), ('init', 0o100755, init)]
+    names = []
+    for mod in mods:
+        name = os.path.basename(mod)
+        for ext in ('.xz', '.zst'):
+            if name.endswith(ext):
+                name = name[:-len(ext)]
+        names.append(name)
+        entries.append(('modules/' + name, 0o100644, _module_bytes(
+            os.path.join(kernel.modules, mod))))
+    entries.append(('modules/order', 0o100644,
+                    ('\n'.join(names) + '\n').encode()))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + '.tmp', 'wb') as f:
+        f.write(_cpio_newc(entries))
+    os.rename(path + '.tmp', path)
+    return path
+
+
+def build_module(kernel):
+    """tlbbalance.ko from the working tree, built for kernel; its path.
+
+    The tree is copied (mtimes kept, so make stays incremental) to a build
+    dir under the cache: the working tree is shared and never gets objects.
+    """
+    src = os.path.join(REPO, 'kernel-module')
+    if not os.path.exists(os.path.join(src, 'Makefile')):
+        raise NodeError('no kernel-module/Makefile in the working tree: '
+                        'tlbbalance.ko cannot be built')
+    build = os.path.join(CACHE, 'node', kernel.abi, 'module-build')
+    os.makedirs(build, exist_ok=True)
+    _run(['cp', '-a', '--no-preserve=ownership', src + '/.', build],
+         'copying kernel-module/')
+    t0 = time.monotonic()
+    _run(['make', '-C', build, 'KDIR=' + kernel.headers],
+         'building tlbbalance.ko for ' + kernel.abi)
+    ko = os.path.join(build, 'tlbbalance.ko')
+    if not os.path.exists(ko):
+        raise NodeError('make did not produce %s' % ko)
+    log('tlbbalance.ko built for %s in %.1f s' % (
+        kernel.abi, time.monotonic() - t0))
+    return ko
+
+
+def build_payload():
+    """The tiny guest payload (tools/payload), built into the cache."""
+    out = os.path.join(CACHE, 'payload')
+    _run(['make', '-s', '-C', os.path.join(REPO, 'tools', 'payload'),
+          'O=' + out], 'building the payload')
+    return os.path.join(out, 'tlbb-payload.elf')
+
+
+def hook_install_cmd():
+    """Shell command run in the node (before libvirtd starts) that installs
+    the working tree's libvirt hook; None if the tree has no hook."""
+    installer = os.path.join(REPO, 'libvirt-hooks', 'install.sh')
+    if os.path.exists(installer):
+        return shlex.quote(installer)
+    hook = os.path.join(REPO, 'libvirt-hooks', 'tlbbalance')
+    if os.path.exists(hook):
+        return 'install -m 0755 %s /etc/libvirt/hooks/qemu.d/tlbbalance' % (
+            shlex.quote(hook))
+    return None
+
+
+# -------------------------------------------------------------------- node
+
+class Node:
+    """One booted node. Use as a context manager (boots, powers off)."""
+
+    def __init__(self, kernel='6.1', mem_mb=2048, smp=2, libvirt=True,
+                 module=True, module_params='allow_inject=1', hook=True,
+                 hugepages=0, thp='always', keep=False, boot_timeout=240):
+        self.kernel_line = kernel
+        self.mem_mb = mem_mb
+        self.smp = smp
+        self.libvirt = libvirt
+        self.module = module
+        self.module_params = module_params
+        self.hook = hook
+        self.hugepages = hugepages
+        self.thp = thp
+        self.keep = keep
+        self.boot_timeout = boot_timeout
+        self.proc = None
+        self.sock = None
+        self.exit_status = None
+        self.timings = {}
+        self.ready = None
+        self._next_id = 1
+        self._buf = b''
+
+    # -- set-up
+    def prepare(self):
+        t0 = time.monotonic()
+        self.kernel = Kernel(self.kernel_line)
+        self.initramfs = build_initramfs(self.kernel)
+        self.ko = build_module(self.kernel) if self.module else ''
+        self.hook_cmd = (hook_install_cmd() or '') if self.hook else ''
+        if self.hook and self.libvirt and not self.hook_cmd:
+            raise NodeError('no libvirt hook in the working tree '
+                            '(libvirt-hooks/): pass hook=False to boot '
+                            'without it')
+        self.timings['prepare'] = time.monotonic() - t0
+
+    def start(self):
+        if not hasattr(self, 'kernel'):
+            self.prepare()
+        self.run_dir = tempfile.mkdtemp(prefix='tlbb-node-')
+        self.io_dir = os.path.join(self.run_dir, 'io')
+        os.makedirs(self.io_dir)
+        self.console = os.path.join(self.run_dir, 'console.log')
+        caps = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
+        env = {
+            'TLBB_REPO': REPO, 'TLBB_KVER': self.kernel.abi,
+            'TLBB_MODDIR': self.kernel.modules, 'TLBB_KO': self.ko,
+            'TLBB_KO_PARAMS': self.module_params if self.ko else '',
+            'TLBB_LIBVIRT': '1' if self.libvirt else '0',
+            'TLBB_HOOK_CMD': self.hook_cmd, 'TLBB_CAPS_DIR': caps,
+            'TLBB_HUGEPAGES': str(self.hugepages), 'TLBB_THP': self.thp,
+        }
+        with open(os.path.join(self.io_dir, 'node.env'), 'w') as f:
+            for k, v in env.items():
+                f.write('%s=%s\n' % (k, shlex.quote(v)))
+        sock_path = os.path.join(self.run_dir, 'agent.sock')
+        argv = [
+            'qemu-system-x86_64', '-accel', 'tcg', '-cpu', 'max',
+            '-smp', str(self.smp), '-m', str(self.mem_mb),
+            '-nodefaults', '-display', 'none', '-no-reboot',
+            '-kernel', self.kernel.vmlinux, '-initrd', self.initramfs,
+            '-append', 'console=ttyS0 panic=-1 loglevel=4 '
+                       'tlbb_repo=%s' % REPO,
+            '-serial', 'file:' + self.console,
+            '-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04',
+            '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,'
+                       'readonly=on,multidevs=remap',
+            '-virtfs', 'local,path=%s,mount_tag=tlbbio,security_model=none,'
+                       'multidevs=remap' % self.io_dir,
+            '-device', 'virtio-serial-pci',
+            '-chardev', 'socket,id=agent,path=%s,server=on,wait=off'
+                        % sock_path,
+            '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
+        ]
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        try:
+            self._connect(sock_path)
+            self.ready = self._recv(self.boot_timeout)
+        except NodeError:
+            self._kill()
+            raise
+        self.timings['boot'] = time.monotonic() - t0
+        if self.ready.get('event') != 'ready':
+            self._kill()
+            raise NodeError('unexpected first message: %r' % self.ready)
+        steps = ', '.join('%s %.1f' % (w, t) for t, w in self.ready['boot'])
+        log('ready in %.1f s (kernel %s; uptime %s)' % (
+            self.timings['boot'], self.ready['kernel'], steps))
+        if self.ready['errors']:
+            errors = self.ready['errors']
+            self.poweroff()
+            raise NodeError('node came up with errors:\n  ' +
+                            '\n  '.join(errors))
+        return self
+
+    def _connect(self, path):
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect(path)
+                return
+            except OSError:
+                self.sock.close()
+                if self.proc.poll() is not None or \
+                        time.monotonic() > deadline:
+                    raise NodeError('QEMU did not start: %s' % (
+                        self.proc.stdout.read().decode(errors='replace')))
+                time.sleep(0.05)
+
+    def _recv(self, timeout):
+        deadline = time.monotonic() + timeout
+        while b'\n' not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise NodeError('no answer from the node in %d s\n%s' % (
+                    timeout, self.console_tail()))
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise NodeError('QEMU exited (rc=%s)\n%s' % (
+                        self.proc.returncode, self.console_tail()))
+                continue
+            if not chunk:
+                try:
+                    rc = self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                raise NodeError('agent connection closed, QEMU exit %s%s\n'
+                                '%s' % (rc, _exit_meaning(rc),
+                                        self.console_tail()))
+            self._buf += chunk
+        line, self._buf = self._buf.split(b'\n', 1)
+        return json.loads(line)
+
+    def _send(self, obj):
+        obj['id'] = self._next_id
+        self._next_id += 1
+        self.sock.sendall((json.dumps(obj) + '\n').encode())
+        return obj['id']
+
+    def console_tail(self, lines=40):
+        try:
+            with open(self.console, errors='replace') as f:
+                text = f.read().splitlines()[-lines:]
+        except OSError:
+            return '(no console log)'
+        return '--- node console (last %d lines)\n%s' % (
+            lines, '\n'.join(text))
+
+    # -- commands
+    def run(self, cmd, timeout=300, input=''):
+        """Run cmd in the node (a string: through bash; a list: argv)."""
+        req = {'op': 'run', 'timeout': timeout, 'input': input}
+        if isinstance(cmd, str):
+            req['sh'] = cmd
+        else:
+            req['argv'] = list(cmd)
+        rid = self._send(req)
+        reply = self._recv(timeout + 30)
+        if reply.get('id') != rid:
+            raise NodeError('agent answered %r to request %d'
+                            % (reply.get('id'), rid))
+        return Result(reply)
+
+    def check(self, cmd, timeout=300, input=''):
+        """run(), raising CommandFailed unless rc == 0; returns stdout."""
+        res = self.run(cmd, timeout=timeout, input=input)
+        if res.rc != 0:
+            raise CommandFailed(cmd, res)
+        return res.stdout
+
+    def write_file(self, path, text):
+        self.check(['/bin/sh', '-c', 'cat > "$1"', 'sh', path], input=text)
+
+    # -- power
+    def poweroff(self, status=0, timeout=90):
+        """Stop the domains and daemons, power off; returns the status
+        QEMU reported (the one given here when all went well)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.exit_status
+        t0 = time.monotonic()
+        try:
+            self._send({'op': 'poweroff', 'status': status})
+            self._recv(30)
+        except (NodeError, OSError) as e:
+            log('power-off request failed: %s' % e)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            raise NodeError('the node did not power off in %d s\n%s'
+                            % (timeout, self.console_tail()))
+        self.timings['poweroff'] = time.monotonic() - t0
+        self._save_capabilities()
+        if rc & 1:
+            self.exit_status = rc >> 1
+        else:
+            raise NodeError('QEMU exited with %d without an exit status '
+                            '(panic or crash?)\n%s' % (
+                                rc, self.console_tail()))
+        if not self.keep:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        return self.exit_status
+
+    def _save_capabilities(self):
+        got = os.path.join(self.io_dir, 'capabilities')
+        dest = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
+        if os.path.isdir(got) and os.listdir(got) and \
+                not os.path.isdir(dest):
+            shutil.copytree(got, dest + '.tmp')
+            os.rename(dest + '.tmp', dest)
+            log('libvirt capability cache saved in %s' % dest)
+
+    def _kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.sock:
+            self.sock.close()
+        log('node killed; run dir kept: %s' % self.run_dir)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.proc is not None and self.proc.poll() is None:
+            self.poweroff(0 if exc_type is None else 1)
+        return False
+
+
+# --------------------------------------------------------------------- CLI
+
+def _node_from_args(args):
+    return Node(kernel=args.kernel, mem_mb=args.mem, smp=args.smp,
+                libvirt=not args.no_libvirt, module=not args.no_module,
+                module_params=args.module_params, hook=not args.no_hook,
+                hugepages=args.hugepages, thp=args.thp, keep=args.keep)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='node.py', description='A compute node in a box: a Debian '
+        'kernel under QEMU TCG with real KVM, libvirtd, the hook and '
+        'tlbbalance.ko from the working tree.')
+    parser.add_argument('--kernel', default='6.1', choices=('6.1', '6.12'))
+    parser.add_argument('--mem', type=int, default=2048, metavar='MIB')
+    parser.add_argument('--smp', type=int, default=2)
+    parser.add_argument('--no-libvirt', action='store_true')
+    parser.add_argument('--no-module', action='store_true',
+                        help='do not build nor load tlbbalance.ko')
+    parser.add_argument('--no-hook', action='store_true')
+    parser.add_argument('--module-params', default='allow_inject=1')
+    parser.add_argument('--hugepages', type=int, default=0,
+                        help='2 MiB pages to reserve in the node')
+    parser.add_argument('--thp', default='always',
+                        choices=('always', 'madvise', 'never'))
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the run dir (console log) afterwards')
+    sub = parser.add_subparsers(dest='action', required=True)
+    p_run = sub.add_parser('run', help='boot, run one command, power off '
+                           'with its exit status')
+    p_run.add_argument('cmd', nargs=argparse.REMAINDER)
+    sub.add_parser('shell', help='boot, run each line of stdin')
+    sub.add_parser('build', help='fetch the kernel, build the initramfs, '
+                   'module and payload; do not boot')
+    args = parser.parse_args(argv)
+
+    node = _node_from_args(args)
+    try:
+        node.prepare()
+        if args.action == 'build':
+            print('kernel   %s\ninitramfs %s\nmodule   %s\npayload  %s' % (
+                node.kernel.dir, node.initramfs, node.ko or '-',
+                build_payload()))
+            return 0
+        node.start()
+        status = 0
+        if args.action == 'run':
+            cmd = args.cmd[1:] if args.cmd[:1] == ['--'] else args.cmd
+            if not cmd:
+                parser.error('run: no command')
+            res = node.run(cmd[0] if len(cmd) == 1 else cmd, timeout=3600)
+            sys.stdout.write(res.stdout)
+            sys.stderr.write(res.stderr)
+            status = res.rc if 0 <= res.rc < 128 else 127
+        else:
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                res = node.run(line.strip(), timeout=3600)
+                sys.stdout.write(res.stdout)
+                sys.stderr.write(res.stderr)
+                print('[rc=%d %.2fs]' % (res.rc, res.secs), flush=True)
+                status = res.rc if 0 <= res.rc < 128 else 127
+        got = node.poweroff(status)
+        log('powered off in %.1f s, exit status %s' % (
+            node.timings['poweroff'], got))
+        return got
+    except NodeError as e:
+        log('error: %s' % e)
+        return 125
+
+
+if __name__ == '__main__':
+    sys.exit(main())
