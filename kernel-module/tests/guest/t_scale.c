@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * t_scale: 1 000 VMs registered at once (issue 2, test c).
+ *
+ * 1 000 child processes share (copy-on-write) one THP-backed region of
+ * REGION bytes mapped by huge PMDs in each of them. Each child is a VM in
+ * balance mode with injected mcf-shaped refills and floor 0, so every
+ * controller lowers its limit to 0 and the limiter splits that child's huge
+ * PMDs (the parent's mapping and the memory itself are untouched). Then all
+ * children are killed at once: every VM must read "exited", rmdir must work
+ * for all, and the tlbb_vm slab and the module's VM count must return to
+ * their start. No oops or warning (the harness checks the kernel log).
+ *
+ * The in-module cost per VM per tick (debugfs tick_cost) is printed as a
+ * diagnostic; kernel-module/bench/run.sh builds this file with TLBB_BENCH
+ * defined for the longer, side-by-side measurement.
+ *
+ * tlbb-test-timeout: 600
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfs.h"
+#include "tap.h"
+#include "thp.h"
+
+#define NVMS		1000
+#ifdef TLBB_BENCH
+#define REGION		(16UL << 20)	/* 8 huge pages per VM */
+#define MEASURE_S	10
+#else
+#define REGION		(2UL << 20)	/* one huge page per VM */
+#define MEASURE_S	3
+#endif
+#define COST		"/sys/kernel/debug/tlbbalance/tick_cost"
+
+static pid_t kids[NVMS];
+static char *region;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void msleep(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static const char *vm_name(int i)
+{
+	static char name[16];
+
+	snprintf(name, sizeof(name), "s%04d", i);
+	return name;
+}
+
+static long slab_active(void)
+{
+	char line[512], name[64];
+	long active = -1, n;
+	FILE *f;
+
+	file_printf("/sys/kernel/slab/tlbb_vm/shrink", "1\n");
+	f = fopen("/proc/slabinfo", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
+		    !strcmp(name, "tlbb_vm"))
+			active = n;
+	fclose(f);
+	return active;
+}
+
+static long cost_field(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+
+	return p ? strtol(p + strlen(key) + 1, NULL, 10) : -1;
+}
+
+/* Tick cost over secs seconds: reset the sums, wait, read them back. */
+static void measure(const char *label, int secs)
+{
+	char buf[512];
+
+	file_printf(COST, "0\n");
+	msleep(secs * 1000);
+	if (file_read(COST, buf, sizeof(buf)) < 0)
+		return;
+	tap_diag("tick cost, %s, %ld VMs, %d s: %ld ticks, %ld ns per VM per tick (controller core %ld ns)",
+		 label, cost_field(buf, "vms"), secs, cost_field(buf, "ticks"),
+		 cost_field(buf, "tick_ns_per_vm_tick"),
+		 cost_field(buf, "ctrl_ns_per_vm_tick"));
+#ifdef TLBB_BENCH
+	printf("BENCH %s vms=%ld ticks=%ld ns_per_vm_tick=%ld ctrl_ns_per_vm_tick=%ld\n",
+	       label, cost_field(buf, "vms"), cost_field(buf, "ticks"),
+	       cost_field(buf, "tick_ns_per_vm_tick"),
+	       cost_field(buf, "ctrl_ns_per_vm_tick"));
+#endif
+}
+
+static int all_vms(const char *attr, const char *want)
+{
+	char buf[64];
+	int i, n = 0;
+
+	for (i = 0; i < NVMS; i++)
+		if (tlbb_get(vm_name(i), attr, buf, sizeof(buf)) < 0 ||
+		    strcmp(buf, want))
+			n++;
+	return n;
+}
+
+int main(void)
+{
+	long slab0, slab1, vms_left;
+	double t0, t_create, t_rm;
+	int i, err = 0, n, split_ok = 0;
+	char buf[512];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	slab0 = slab_active();
+	region = thp_alloc(REGION, 0, 1);
+	thp_fill(region, REGION, 3);
+	tap_require(thp_huge_pages(0, region, REGION) ==
+		    (long)(REGION / thp_pmd_size()),
+		    "setup: the shared region is huge");
+
+	for (i = 0; i < NVMS; i++) {
+		kids[i] = fork();
+		tap_require(kids[i] >= 0, "fork %d: %s", i, strerror(errno));
+		if (!kids[i])
+			for (;;)
+				pause();
+	}
+	tap_ok(1, "%d child processes share the %lu MiB THP region", NVMS,
+	       REGION >> 20);
+
+	t0 = now_s();
+	for (i = 0; i < NVMS && !err; i++) {
+		const char *vm = vm_name(i);
+
+		err = tlbb_vm_create(vm);
+		err = err ?: tlbb_set(vm, "pid", "%d\n", kids[i]);
+		err = err ?: tlbb_set(vm, "vcpu_tids", "%d\n", kids[i]);
+		err = err ?: tlbb_set(vm, "ranges", "%p 0x%lx 0\n", region,
+				      REGION);
+		err = err ?: tlbb_set(vm, "sustain_ms", "200\n");
+		err = err ?: tlbb_set(vm, "floor_pages", "0\n");
+		err = err ?: tlbb_set(vm, "step_pages", "%lu\n",
+				      REGION / thp_pmd_size());
+		err = err ?: tlbb_set(vm, "mode", "monitor\n");
+	}
+	t_create = now_s() - t0;
+	tap_ok(!err, "%d VMs registered in monitor mode in %.1f s (%s)", NVMS,
+	       t_create, strerror(-err));
+	if (err)
+		tap_bail("cannot go on without the VMs");
+
+	measure("monitor, no backend (controller idle)", MEASURE_S);
+	for (i = 0; i < NVMS; i++)
+		err = err ?: tlbb_inject(vm_name(i), 2180000, 400);
+	tap_ok(!err, "injected mcf-shaped refills into every VM");
+	measure("monitor, injected load", MEASURE_S);
+
+	for (i = 0; i < NVMS && !err; i++)
+		err = tlbb_set(vm_name(i), "mode", "balance\n");
+	tap_ok(!err, "every VM switched to balance mode");
+	t0 = now_s();
+	do {
+		msleep(500);
+		n = all_vms("huge_limit", "0") + all_vms("huge_pages", "0");
+	} while (n && now_s() - t0 < 120);
+	tap_ok(!n, "every VM lowered its limit to 0 and its huge pages split (%.1f s)",
+	       now_s() - t0);
+	for (i = 0; i < NVMS; i += NVMS / 10)
+		split_ok += thp_huge_pages(kids[i], region, REGION) == 0;
+	tap_ok(split_ok == 10, "smaps of sampled children: no huge page left (%d/10)",
+	       split_ok);
+	tap_ok(thp_huge_pages(0, region, REGION) ==
+	       (long)(REGION / thp_pmd_size()),
+	       "the unregistered parent's mapping is still huge");
+	measure("balance, limit held", MEASURE_S);
+
+	for (i = 0; i < NVMS; i++)
+		kill(kids[i], SIGKILL);
+	for (i = 0; i < NVMS; i++)
+		waitpid(kids[i], NULL, 0);
+	t0 = now_s();
+	do {
+		msleep(200);
+		n = all_vms("state", "exited");
+	} while (n && now_s() - t0 < 60);
+	tap_ok(!n, "all %d VMs read exited after their processes were killed (%.1f s)",
+	       NVMS, now_s() - t0);
+
+	t0 = now_s();
+	for (i = 0, n = 0; i < NVMS; i++)
+		n += tlbb_vm_remove(vm_name(i)) != 0;
+	t_rm = now_s() - t0;
+	tap_ok(!n, "rmdir of all %d VMs (%.1f s)", NVMS, t_rm);
+
+	slab1 = slab_active();
+	vms_left = -1;
+	if (file_read(COST, buf, sizeof(buf)) > 0)
+		vms_left = cost_field(buf, "vms");
+	tap_ok(slab1 == slab0 && vms_left == 0,
+	       "no leak: tlbb_vm slab objects %ld -> %ld, module VM count %ld",
+	       slab0, slab1, vms_left);
+	thp_free(region, REGION);
+	return tap_done();
+}
