@@ -8,7 +8,7 @@
 # The first run prints the "N passed, N failed" line CI adds up.
 
 TEST_SRCS := tests/test_main.c tests/vm_helper.c tests/test_params.c \
-	tests/test_arith.c tests/test_method.c
+	tests/test_arith.c tests/test_method.c tests/test_invariants.c
 TEST_HDRS := tests/test_harness.h tests/vm_helper.h
 COV_DIR := $(O)/cov
 SAN := -fsanitize=undefined,address -fno-sanitize-recover=all
