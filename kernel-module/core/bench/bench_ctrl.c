@@ -5,7 +5,8 @@
  * --toggle-collect=tlbb_ctrl_tick` (bench/run.sh) so that only the work
  * inside tlbb_ctrl_tick() is counted; natively it also prints ns per tick.
  *
- * Usage: bench_ctrl mixed|worst [vms] [ticks]
+ * Usage: bench_ctrl idle|mixed|worst [vms] [ticks]
+ *   idle   every VM below the load threshold: the common case on a host
  *   mixed  every VM its own workload: the paper's mcf case, load on the
  *          small group, idle, noise around the thresholds, phase changes,
  *          monitor-only VMs; default parameters (10 s sustain, 3 samples)
@@ -82,16 +83,17 @@ int main(int argc, char **argv)
 	struct tlbb_params p;
 	struct timespec t0, t1;
 	struct vm *vms;
-	int worst;
+	int worst, idle;
 	double ns;
 
-	if (argc < 2 ||
-	    (strcmp(argv[1], "mixed") && strcmp(argv[1], "worst"))) {
-		fprintf(stderr, "usage: %s mixed|worst [vms] [ticks]\n",
+	if (argc < 2 || (strcmp(argv[1], "idle") &&
+			 strcmp(argv[1], "mixed") && strcmp(argv[1], "worst"))) {
+		fprintf(stderr, "usage: %s idle|mixed|worst [vms] [ticks]\n",
 			argv[0]);
 		return 2;
 	}
 	worst = !strcmp(argv[1], "worst");
+	idle = !strcmp(argv[1], "idle");
 	if (argc > 2)
 		nvms = strtoul(argv[2], NULL, 10);
 	if (argc > 3)
@@ -123,7 +125,7 @@ int main(int argc, char **argv)
 				in.refills_huge = (1ULL << 41) + rng() % 1000;
 				in.refills_small = (t & 1) ? 1 : (1ULL << 50);
 			} else {
-				workload(vm->kind, t, &in);
+				workload(idle ? 2 : vm->kind, t, &in);
 			}
 			in.huge_in_use = vm->in_use;
 			in.nr_vcpus = 1 + i % 4;

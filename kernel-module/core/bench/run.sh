@@ -15,7 +15,7 @@ out=$(dirname "$bin")/callgrind
 mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "valgrind not installed"; exit 1; }
 
-for scenario in mixed worst; do
+for scenario in idle mixed worst; do
 	cg=$out/callgrind.out.$scenario
 	valgrind --tool=callgrind --toggle-collect=tlbb_ctrl_tick \
 		--callgrind-out-file="$cg" "$bin" "$scenario" "$vms" "$ticks" \
