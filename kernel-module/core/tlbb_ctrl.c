@@ -6,7 +6,7 @@
  * No libc, no floating point, no kernel headers. The only divisions are of
  * u64 by u64, which compile to one instruction on the 64-bit targets this
  * core is meant for (x86_64, arm64, loongarch64); a 32-bit kernel would need
- * div64_u64() in the three helpers below.
+ * div64_u64() in tlbb_trigger_ticks(), tlbb_mul_div_cap() and tlbb_decide().
  */
 #include "tlbb_ctrl.h"
 
