@@ -21,7 +21,8 @@ BAD = re.compile(r'BUG:|WARNING:|Oops|KASAN|UBSAN|Kernel panic|Call Trace|'
                  r'rcu: INFO: .*detected stalls|INFO: task .* blocked for|'
                  r'unreferenced object|Unable to handle kernel')
 BEGIN = re.compile(r'^TLBB-TEST-BEGIN (\S+)')
-END = re.compile(r'^TLBB-TEST-END (\S+) rc=(\d+) ok=(\d+) notok=(\d+)')
+END = re.compile(r'^TLBB-TEST-END (\S+) rc=(\d+) ok=(\d+) notok=(\d+)'
+                 r'(?: secs=(\d+))?')
 SUMMARY = re.compile(r'^TLBB-SUMMARY passed=(\d+) failed=(\d+)')
 # A kernel line on the console: "[   12.345678] text".
 STAMP = re.compile(r'^\[\s*\d+\.\d+\] ')
@@ -54,6 +55,9 @@ def main():
             # The guest adds a failure for a silent non-zero exit.
             counted[1] = max(counted[1], notok)
             counted[2] = rc
+            if m.group(5) is not None:
+                print('# %s: %s took %s s (%d ok, %d not ok)'
+                      % (label, current, m.group(5), ok, notok))
             current = None
             continue
         m = SUMMARY.match(ln)

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # SPDX-License-Identifier: GPL-2.0
 #
 # /init of the test initramfs (built by mkinitramfs.sh, booted by
@@ -11,7 +12,7 @@
 #   0x11                      -> QEMU exit status 35: something failed
 # Markers (one per line, at the start of the line):
 #   TLBB-TEST-BEGIN <name>
-#   TLBB-TEST-END <name> rc=<exit status> ok=<n> notok=<n>
+#   TLBB-TEST-END <name> rc=<exit status> ok=<n> notok=<n> secs=<n>
 #   TLBB-SUMMARY passed=<n> failed=<n>
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
@@ -43,6 +44,7 @@ run_test() {	# name, command... (a shell function runs without timeout)
 	limit=$timeout_default
 	[ -f "/tests/$name.timeout" ] && limit=$(cat "/tests/$name.timeout")
 	echo "TLBB-TEST-BEGIN $name"
+	t0=$(cut -d. -f1 /proc/uptime)
 	case "$1" in
 	/*|sh) ( /bin/tlbb-run "$limit" "$@" 2>&1; echo $? >/tmp/rc ) ;;
 	*) ( "$@" 2>&1; echo $? >/tmp/rc ) ;;
@@ -53,7 +55,7 @@ run_test() {	# name, command... (a shell function runs without timeout)
 	# A test that dies or times out without saying why counts as one failure.
 	[ "$rc" != 0 ] && [ "$notok" = 0 ] && notok=1 &&
 		echo "not ok - $name exited with status $rc (124: over its ${limit} s)"
-	echo "TLBB-TEST-END $name rc=$rc ok=$ok notok=$notok"
+	echo "TLBB-TEST-END $name rc=$rc ok=$ok notok=$notok secs=$(($(cut -d. -f1 /proc/uptime) - t0))"
 	passed=$((passed + ok))
 	failed=$((failed + notok))
 }

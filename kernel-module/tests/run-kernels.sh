@@ -22,6 +22,9 @@
 #   TLBB_GUEST_DIR      where the t_* tests are (default tests/guest;
 #                       harness-selftest.sh points it at failing tests)
 #   TLBB_NO_MODULE=1    do not build or load tlbbalance.ko
+#   TLBB_HARNESS_SELFTEST=0  skip harness-selftest.sh (run after the
+#                       kernels, on the first line: ~60 s; it shows that
+#                       failures, panics and hangs make this script fail)
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -190,6 +193,18 @@ total_fail=$((total_fail + $?))
 for line in $kernels; do
 	run_kernel "$line"
 done
+if [ "${TLBB_HARNESS_SELFTEST:-1}" != 0 ]; then
+	say "== harness self-test (deliberate failures in throwaway tests)"
+	t0=$(date +%s)
+	st=$(TLBB_OUT=$out "$here/harness-selftest.sh" "${kernels%% *}")
+	echo "$st" | sed '$d'
+	st=$(echo "$st" | tail -n 1)
+	p=$(echo "$st" | sed -n 's/.*: \([0-9]\+\) passed, \([0-9]\+\) failed.*/\1/p')
+	f=$(echo "$st" | sed -n 's/.*: \([0-9]\+\) passed, \([0-9]\+\) failed.*/\2/p')
+	total_pass=$((total_pass + ${p:-0}))
+	total_fail=$((total_fail + ${f:-1}))
+	results+=("harness-selftest: ${p:-0} passed, ${f:-1} failed ($(($(date +%s) - t0)) s)")
+fi
 say "== results (console logs in $out/<kernel>/console.log)"
 for r in "${results[@]}"; do
 	echo "$r"

@@ -21,7 +21,7 @@ int file_write_buf(const char *path, const void *buf, size_t len);
 /* printf into a file in one write(2); 0 or -errno. */
 __attribute__((format(printf, 2, 3)))
 int file_printf(const char *path, const char *fmt, ...);
-/* Read a whole file (NUL-terminated, trailing newline kept); bytes or -errno. */
+/* Read a whole file, NUL-terminated, newline kept; bytes or -errno. */
 long file_read(const char *path, char *buf, size_t size);
 /* Read one decimal (or 0x hex) unsigned integer; 0 or -errno (-EINVAL). */
 int file_read_u64(const char *path, uint64_t *val);
