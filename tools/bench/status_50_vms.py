@@ -48,8 +48,8 @@ def main():
         t0 = time.monotonic()
         for i in range(args.vms):
             name = 'tlbbench-%02d' % i
-            h.define(_common.tagged_xml(name, args.memory_mib), name)
-            h.virsh('start', '--paused', name)
+            h.define(_common.tagged_xml(name, args.memory_mib), name,
+                     start_paused=True)
         print('%d domains started (paused) in %.1f s'
               % (args.vms, time.monotonic() - t0), flush=True)
         full, p = timed(cli + ['status', '--json'], args.runs)
