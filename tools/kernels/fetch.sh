@@ -64,6 +64,9 @@ case "$abi" in
 esac
 
 dir=$base/$abi
+# One fetch at a time per cache (H3's, H7's and CI's scripts share it).
+exec 9>"$base/.lock"
+flock 9 || die "cannot lock $base/.lock"
 if [ "$(cat "$dir/.complete" 2>/dev/null)" = "format $format" ]; then
 	ln -sfn "$abi" "$base/$line.current"
 	echo "$dir"
@@ -95,7 +98,7 @@ for p in $pkgs; do
 	if [ -z "$deb" ]; then
 		# As root apt-get warns about the _apt sandbox: harmless.
 		(cd "$base/debs" && apt-get download -q "$p=$v" >&2) ||
-			die "apt-get download $p=$v failed"
+			die "apt-get download $p=$v failed (stale index? run apt-get update)"
 		deb=$(ls "$base/debs/${p}_${v#*:}_"*.deb | head -n 1)
 	fi
 	debs="$debs $deb"
