@@ -4,7 +4,8 @@ Copies ``libvirt-hooks/tlbbalance`` to ``/etc/libvirt/hooks/qemu.d/``
 (coexisting with the operator's own hooks there), with this interpreter
 (run with ``-S``) in its ``#!`` line, the directory holding
 ``nova_tlbbalance`` on its path, and any settings given here baked in
-(libvirtd scrubs the environment of the hooks it runs). Restart libvirtd afterwards: it looks for hooks at start.
+(libvirtd scrubs the environment of the hooks it runs). Restart libvirtd
+afterwards: it looks for hooks at start.
 """
 
 import argparse
