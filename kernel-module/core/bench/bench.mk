@@ -6,7 +6,7 @@ BENCH_TICKS ?= 1000
 
 .PHONY: bench
 $(O)/bench_ctrl: bench/bench_ctrl.c $(O)/libtlbbctrl.a
-	$(CC) $(CFLAGS) -o $@ $< $(O)/libtlbbctrl.a
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(O)/libtlbbctrl.a
 
 bench: $(O)/bench_ctrl
 	bench/run.sh $(O)/bench_ctrl $(BENCH_VMS) $(BENCH_TICKS)

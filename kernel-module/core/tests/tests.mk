@@ -18,7 +18,7 @@ GCOV ?= gcov
 test: test-unit test-sanitizers test-coverage
 
 $(O)/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) $(O)/libtlbbctrl.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_SRCS) $(O)/libtlbbctrl.a
+	$(CC) $(ALL_CFLAGS) -o $@ $(TEST_SRCS) $(O)/libtlbbctrl.a
 
 test-unit: $(O)/tlbb_tests
 	$(O)/tlbb_tests
