@@ -1,0 +1,128 @@
+"""The paper's configurations side by side (``tlbbalance simulate --paper``).
+
+Natively with small and huge pages; in a VM with no THP, guest THP only
+(host THP off: the paper's manual fix), host THP only, both, and both with
+the controller. The same workload and access count for each, so estimated
+times compare the same work.
+"""
+
+import concurrent.futures
+
+from nova_tlbbalance.simulate import engine
+
+C = engine.Config
+CONFIGS = (
+    C('native-small', thp_guest=False, thp_host=False, model='native'),
+    C('native-huge', thp_guest=True, thp_host=False, model='native'),
+    C('vm-no-thp', thp_guest=False, thp_host=False),
+    C('vm-guest-thp', thp_guest=True, thp_host=False),
+    C('vm-host-thp', thp_guest=False, thp_host=True),
+    C('vm-both-thp', thp_guest=True, thp_host=True),
+    C('vm-both-thp-controller', thp_guest=True, thp_host=True,
+      controller='balance'),
+)
+BOTH = 'vm-both-thp'
+HOST_OFF = 'vm-guest-thp'
+CONTROLLER = 'vm-both-thp-controller'
+# the paper: +45.1 % over both-THP, i.e. at most 1 / 1.451 of its time
+TARGET_RATIO = 0.69
+# mcf-like runs: ~2 minutes of simulated time each on GS464V
+DEFAULT_ACCESSES = 500000000
+SUMMARY_KEYS = ('name', 'refills_huge', 'refills_small', 'est_time_s',
+                'refills_per_s', 'refills_huge_per_s', 'refills_small_per_s',
+                'huge_pages', 'huge_limit', 'total_pages', 'splits',
+                'restores', 'first_change_s', 'converged_s', 'reversals',
+                'accesses')
+
+
+def run_all(machine='gs464v', workload='mcf', accesses=DEFAULT_ACCESSES,
+            params=(), split_order=None, jobs=2, configs=CONFIGS):
+    """Run ``configs`` (in parallel up to ``jobs``); results in order."""
+    tlbsim = engine.binary()
+
+    def one(cfg):
+        return engine.run(cfg, machine=machine, workload=workload,
+                          accesses=accesses, params=params,
+                          split_order=split_order, tlbsim=tlbsim)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        return list(ex.map(one, configs))
+
+
+def summarize(results, machine, workload):
+    """The ``--paper --json`` object: configs, the two ratios, checks."""
+    by = {r['name']: r for r in results}
+    out = {
+        'machine': machine,
+        'workload': workload,
+        'configs': [{k: r.get(k) for k in SUMMARY_KEYS} for r in results],
+    }
+    ctrl = by.get(CONTROLLER)
+    if ctrl and BOTH in by and HOST_OFF in by:
+        both, off = by[BOTH], by[HOST_OFF]
+        out['ratio_controller_vs_both_thp'] = round(
+            ctrl['est_time_s'] / both['est_time_s'], 4)
+        out['ratio_controller_vs_host_thp_off'] = round(
+            ctrl['est_time_s'] / off['est_time_s'], 4)
+        out['convergence_s'] = ctrl['converged_s']
+        out['first_action_s'] = ctrl['first_change_s']
+        out['final_huge_limit'] = ctrl['huge_limit']
+        out['total_pages'] = ctrl['total_pages']
+        out['checks'] = checks(by)
+    return out
+
+
+def total(r):
+    return r['refills_huge'] + r['refills_small']
+
+
+def checks(by):
+    """The reference ordering of the issue, each as a boolean."""
+    vm = [r for n, r in by.items() if n.startswith('vm-')]
+    both, off, ctrl = by[BOTH], by[HOST_OFF], by[CONTROLLER]
+    return {
+        'both_thp_most_huge_refills_of_vm_configs':
+            both['refills_huge'] == max(r['refills_huge'] for r in vm),
+        'both_thp_slower_than_guest_only_thp':
+            both['est_time_s'] > off['est_time_s'],
+        'controller_fewer_refills_than_both_thp': total(ctrl) < total(both),
+        'controller_fewer_refills_than_host_thp_off':
+            total(ctrl) < total(off),
+        'controller_faster_than_both_thp':
+            ctrl['est_time_s'] < both['est_time_s'],
+        'controller_faster_than_host_thp_off':
+            ctrl['est_time_s'] < off['est_time_s'],
+        'controller_within_target_ratio':
+            ctrl['est_time_s'] / both['est_time_s'] <= TARGET_RATIO,
+    }
+
+
+def table(summary):
+    """A text table of the comparison."""
+    rows = [('CONFIG', 'REFILLS_HUGE', 'REFILLS_SMALL', 'REFILLS/S',
+             'EST_TIME_S', 'VS_BOTH', 'HUGE/LIMIT')]
+    both = next((c for c in summary['configs'] if c['name'] == BOTH), None)
+    for c in summary['configs']:
+        rows.append((c['name'], str(c['refills_huge']),
+                     str(c['refills_small']),
+                     '%.3gM' % (c['refills_per_s'] / 1e6),
+                     '%.3f' % c['est_time_s'],
+                     '%.3f' % (c['est_time_s'] / both['est_time_s'])
+                     if both else '-',
+                     '%s/%s' % (c['huge_pages'], c['huge_limit'])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ['machine %s, workload %s' % (summary['machine'],
+                                          summary['workload'])]
+    lines += ['  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+              for r in rows]
+    if 'ratio_controller_vs_both_thp' in summary:
+        lines.append('controller vs both-THP: %.3f (target <= %.2f); vs '
+                     'host THP off: %.3f; first action %s s, converged %s s'
+                     % (summary['ratio_controller_vs_both_thp'],
+                        TARGET_RATIO,
+                        summary['ratio_controller_vs_host_thp_off'],
+                        summary['first_action_s'],
+                        summary['convergence_s']))
+        for name, ok in summary['checks'].items():
+            lines.append('  %-4s %s' % ('ok' if ok else 'NO', name))
+    return '\n'.join(lines)

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Record a program's data-address trace with valgrind's lackey tool and
+# convert it to tlbsim's compact trace format (gzip-compressed).
+#
+#   traces/record.sh [-n MAX_ACCESSES] [-i] OUT.trc.gz -- PROGRAM [ARGS...]
+#
+# -n  stop after this many accesses (default 50000000); valgrind is then
+#     stopped (lackey slows a program ~100x, so this bounds the time)
+# -i  include instruction fetches (default: data loads/stores only)
+#
+# lackey prints one line per access ("I  addr,size", " L addr,size",
+# " S ...", " M ..."); `tlbsim lackey2trace` keeps page numbers, collapses
+# runs on one page into repeat counts and writes varint deltas. The program
+# runs with its stdout/stderr discarded.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+max=50000000
+instr=
+while getopts "n:i" opt; do
+	case $opt in
+	n) max=$OPTARG ;;
+	i) instr=--instr ;;
+	*) echo "usage: $0 [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
+	   exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+if [ $# -lt 3 ] || [ "$2" != "--" ]; then
+	echo "usage: $0 [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
+	exit 2
+fi
+out=$1
+shift 2
+command -v valgrind >/dev/null || { echo "$0: valgrind not installed" >&2; exit 1; }
+make -s -C "$here" >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkfifo "$tmp/lackey"
+valgrind --tool=lackey --trace-mem=yes --log-file="$tmp/lackey" \
+	"$@" >/dev/null 2>&1 </dev/null &
+vg=$!
+"$here/build/tlbsim" lackey2trace --max "$max" $instr <"$tmp/lackey" |
+	gzip -1 >"$tmp/out.trc.gz"
+# enough recorded (or the program ended): stop valgrind, ours only
+kill "$vg" 2>/dev/null || true
+wait "$vg" 2>/dev/null || true
+mv "$tmp/out.trc.gz" "$out"
+"$here/build/tlbsim" trace-info "$out"
