@@ -13,6 +13,7 @@ COMMANDS = (
     'verify',
     'domain',
     'exporter',
+    'simulate',
 )
 
 
