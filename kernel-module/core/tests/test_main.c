@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * Runs every TEST() linked in. Usage: tlbb_tests [-q] [name-substring]
+ * Runs every TEST() linked in, in name order, each to its first failed
+ * assertion. Usage: tlbb_tests [-q] [name-substring]
  *   -q   print only failures and the summary line
  */
 #include <stdlib.h>
@@ -63,13 +64,16 @@ int main(int argc, char **argv)
 	for (i = 0; i < nr_tests; i++) {
 		if (filter && !strstr(tests[i].name, filter))
 			continue;
+		/* TAP lines, as the kselftest harness prints them. */
 		if (!run_one(&tests[i])) {
 			passed++;
 			if (!quiet)
-				printf("ok %s\n", tests[i].name);
+				printf("ok %d %s\n", passed + failed,
+				       tests[i].name);
 		} else {
 			failed++;
-			printf("FAIL %s\n", tests[i].name);
+			printf("not ok %d %s\n", passed + failed,
+			       tests[i].name);
 		}
 	}
 	if (!passed && !failed) {
