@@ -30,7 +30,8 @@ FOUR_G = 4 * GiB
 
 _MAPS_RE = re.compile(
     r'^(?P<start>[0-9a-f]+)-(?P<end>[0-9a-f]+)\s+(?P<perms>\S+)\s+'
-    r'(?P<offset>[0-9a-f]+)\s+(?P<dev>\S+)\s+(?P<inode>\d+)\s*(?P<path>.*)$')
+    r'(?P<offset>[0-9a-f]+)\s+(?P<dev>\S+)\s+(?P<inode>\d+)[ \t]*'
+    r'(?P<path>.*)$', re.M)
 
 
 @dataclasses.dataclass
@@ -70,13 +71,8 @@ class Range:
 
 
 def parse_maps(text):
-    out = []
-    for line in text.splitlines():
-        m = _MAPS_RE.match(line)
-        if m:
-            out.append(Vma(int(m['start'], 16), int(m['end'], 16),
-                           m['perms'], m['path'].strip()))
-    return out
+    return [Vma(int(m['start'], 16), int(m['end'], 16), m['perms'],
+                m['path'].strip()) for m in _MAPS_RE.finditer(text)]
 
 
 def read_maps(pid, proc='/proc'):

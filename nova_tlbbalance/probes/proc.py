@@ -5,7 +5,6 @@ import re
 
 _VCPU_RE = re.compile(r'^CPU (\d+)/(\w+)$')
 _ALL_RE = re.compile(r'^ALL CPUs/(\w+)$')
-_SMAPS_HEAD = re.compile(r'^([0-9a-f]+)-([0-9a-f]+) ')
 
 DEFAULT_PMD = 2 * 1024 * 1024
 
@@ -74,39 +73,43 @@ def affinity(tid):
     return tuple(sorted(os.sched_getaffinity(tid)))
 
 
+_SMAPS_VMA = re.compile(r'^([0-9a-f]+)-([0-9a-f]+) ', re.M)
+_SMAPS_KEYS = re.compile(r'^(AnonHugePages|Private_Hugetlb|Shared_Hugetlb|'
+                         r'Rss|KernelPageSize):\s+(\d+) kB', re.M)
+
+
 def smaps_huge(pid, ranges, proc='/proc'):
     """Huge-page bytes backing the given host ranges.
 
     ``ranges``: [(hva, length)]. Returns dict with ``size`` (bytes asked
     for), ``anon_huge`` (AnonHugePages), ``hugetlb`` (Private_ and
     Shared_Hugetlb), ``rss`` and ``kernel_page`` (largest KernelPageSize
-    seen) summed over the VMAs overlapping them, each VMA counted once.
+    seen) summed over the VMAs overlapping them, each VMA counted once,
+    and ``coverage`` = huge bytes / size.
     """
     want = [(h, h + n) for h, n in ranges]
     res = {'size': sum(n for _, n in ranges), 'anon_huge': 0, 'hugetlb': 0,
            'rss': 0, 'kernel_page': 0}
-    inside = False
     with open('%s/%d/smaps' % (proc, pid)) as f:
-        for line in f:
-            m = _SMAPS_HEAD.match(line)
-            if m:
-                s, e = int(m.group(1), 16), int(m.group(2), 16)
-                inside = any(s < hi and lo < e for lo, hi in want)
-                continue
-            if not inside:
-                continue
-            key, _, rest = line.partition(':')
-            if key in ('AnonHugePages', 'Private_Hugetlb', 'Shared_Hugetlb',
-                       'Rss', 'KernelPageSize'):
-                kb = int(rest.split()[0]) * 1024
-                if key == 'AnonHugePages':
-                    res['anon_huge'] += kb
-                elif key == 'Rss':
-                    res['rss'] += kb
-                elif key == 'KernelPageSize':
-                    res['kernel_page'] = max(res['kernel_page'], kb)
-                else:
-                    res['hugetlb'] += kb
+        text = f.read()
+    # One C-level scan for the VMA headers; only the guest RAM VMAs'
+    # sections are looked into (a QEMU smaps has thousands of lines).
+    heads = list(_SMAPS_VMA.finditer(text))
+    for i, m in enumerate(heads):
+        s, e = int(m.group(1), 16), int(m.group(2), 16)
+        if not any(s < hi and lo < e for lo, hi in want):
+            continue
+        stop = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        for key, kb in _SMAPS_KEYS.findall(text, m.end(), stop):
+            b = int(kb) * 1024
+            if key == 'AnonHugePages':
+                res['anon_huge'] += b
+            elif key == 'Rss':
+                res['rss'] += b
+            elif key == 'KernelPageSize':
+                res['kernel_page'] = max(res['kernel_page'], b)
+            else:
+                res['hugetlb'] += b
     huge = res['anon_huge'] + res['hugetlb']
     res['coverage'] = huge / res['size'] if res['size'] else 0.0
     return res
