@@ -41,7 +41,8 @@ class Policy:
         default_factory=lambda: _default('backing'))
     tlbi_scope: str = dataclasses.field(
         default_factory=lambda: _default('tlbi_scope'))
-    strict: bool = False
+    strict: bool = dataclasses.field(
+        default_factory=lambda: _default('strict') == 'true')
     # Controller tunables the flavor overrides: name -> int. Parameters not
     # named here keep the module's defaults.
     params: dict = dataclasses.field(default_factory=dict)

@@ -10,6 +10,7 @@ hands to ``defineXML`` is captured instead.
 
 import os
 import sys
+import time
 from unittest import mock
 
 import fixtures
@@ -47,7 +48,7 @@ class TLBBalanceTestBase(base.ServersTestBase):
         # nova stamps <nova:creationTime> with the current second; a fixed
         # clock (only in nova.virt.driver) makes XML of two runs comparable
         # byte for byte.
-        clock = mock.Mock(wraps=__import__('time'))
+        clock = mock.Mock(wraps=time)
         clock.time.return_value = 1767225600.0
         self.useFixture(fixtures.MockPatch('nova.virt.driver.time', clock))
         super().setUp()
