@@ -75,7 +75,7 @@ struct tlbb_input {
 	u64 refills_huge;	/* N_hr over the tick */
 	u64 refills_small;	/* N_r - N_hr over the tick */
 	u64 huge_in_use;	/* N_hc now */
-	u32 nr_vcpus;		/* vCPUs whose refills were counted (>= 1) */
+	u32 nr_vcpus;		/* vCPUs whose refills were counted (0: 1) */
 };
 
 struct tlbb_ctrl {
@@ -89,7 +89,7 @@ struct tlbb_ctrl {
 	u32 nsamples;
 	u64 y_samples[TLBB_MAX_SAMPLES];	/* y x1000 */
 	u64 y_milli;		/* last averaged y x1000 */
-	enum tlbb_group dominant;
+	enum tlbb_group dominant;	/* last window's, NONE if mixed */
 	u64 ticks, lowered, raised;
 	/* Added after the first API: the sampling window and the run. */
 	enum tlbb_group win_group;	/* group of the window's 1st sample */
