@@ -65,15 +65,15 @@ struct tlbb_limiter {
 
 struct tlbb_vm {
 	struct config_group group;
-	struct list_head node;		/* tlbb_vms, under tlbb_vms_lock */
+	struct list_head node;		/* in tlbb_vms (tlbb_vms_lock) */
 	struct mutex lock;		/* everything below */
 
 	struct pid *pid;		/* QEMU process, NULL = none */
-	struct mm_struct *mm;		/* notifier registered (mmgrab held) */
+	struct mm_struct *mm;		/* notifier on it (pins mm) */
 	struct mmu_notifier mn;
 	bool exited;			/* the process has gone */
-	bool released;			/* notifier release seen (any ctx) */
-	bool detaching;			/* we unregister: ignore release */
+	bool released;			/* notifier release seen */
+	bool detaching;			/* unregistering: no exit */
 	bool dying;			/* rmdir in progress */
 	struct work_struct exit_work;
 	struct delayed_work tick_work;
@@ -126,6 +126,7 @@ void tlbb_configfs_exit(void);
 struct tlbb_vm *tlbb_vm_create(const char *name);
 void tlbb_vm_drop(struct tlbb_vm *vm);
 void tlbb_vm_free(struct tlbb_vm *vm);
+u64 tlbb_vm_huge_pages(struct tlbb_vm *vm);
 int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr);
 int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 		      bool append);
@@ -141,7 +142,7 @@ const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 u64 tlbb_thp_total_pages(const struct tlbb_range *r, unsigned int n);
 int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
 			  unsigned int n);
-u64 tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm);
+int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n);
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit);
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm);
 void tlbb_thp_forget(struct tlbb_vm *vm);

@@ -188,7 +188,7 @@ static int tlbb_parse_range(char *line, struct tlbb_range *r)
 	if (v[0] + v[1] < v[0] || v[2] + v[1] < v[2])
 		return -ERANGE;
 	if (v[0] + v[1] > TASK_SIZE_MAX)
-		return -EFAULT;		/* not user space: a kernel address */
+		return -EFAULT;	/* a kernel address */
 	r->hva = v[0];
 	r->len = v[1];
 	r->gpa = v[2];
@@ -330,7 +330,7 @@ CONFIGFS_ATTR(tlbb_p_, name);
  */
 static u64 tlbb_get_huge_pages(struct tlbb_vm *vm)
 {
-	return vm->huge_pages;
+	return tlbb_vm_huge_pages(vm);
 }
 
 static u64 tlbb_get_total_pages(struct tlbb_vm *vm)
@@ -465,9 +465,11 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 	int n = 0;
 
 	mutex_lock(&vm->lock);
-	n += sysfs_emit_at(page, n, "mode %s\npid %d\ninject_enabled %d\n",
+	n += sysfs_emit_at(page, n,
+			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\n",
 			   tlbb_mode_name(vm->mode),
-			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject);
+			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject,
+			   vm->lim.last_err);
 #define TLBB_STAT(name, kind, help)					\
 	n += sysfs_emit_at(page, n, "%s ", #name);			\
 	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));

@@ -7,8 +7,9 @@
  *              ends it; reading lists the VMs with injection on.
  *   tick_cost  cost of the per-VM tick, for the benchmark: "vms", "ticks",
  *              "tick_ns" (whole tick: count, controller, limiter), "ctrl_ns"
- *              (controller core only) and the two per-tick averages;
- *              writing "0" resets the sums.
+ *              (controller core only), the two per-tick averages and
+ *              "ktime_ns", the cost of one clock read (two are in each
+ *              figure); writing "0" resets the sums.
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
@@ -31,6 +32,17 @@ void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns)
 	atomic64_add(ctrl_ns, &tlbb_ctrl_ns);
 }
 
+/* What one ktime_get_ns() costs here: each figure above includes two. */
+static u64 tlbb_ktime_cost(void)
+{
+	u64 t0 = ktime_get_ns(), t1 = t0;
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		t1 = ktime_get_ns();
+	return div_u64(t1 - t0, 1000);
+}
+
 static int tlbb_cost_show(struct seq_file *m, void *v)
 {
 	u64 ticks = atomic64_read(&tlbb_ticks);
@@ -42,6 +54,7 @@ static int tlbb_cost_show(struct seq_file *m, void *v)
 	seq_printf(m, "tick_ns_per_vm_tick %llu\nctrl_ns_per_vm_tick %llu\n",
 		   ticks ? div64_u64(tick_ns, ticks) : 0,
 		   ticks ? div64_u64(ctrl_ns, ticks) : 0);
+	seq_printf(m, "ktime_ns %llu\n", tlbb_ktime_cost());
 	return 0;
 }
 

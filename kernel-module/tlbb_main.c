@@ -84,6 +84,6 @@ module_init(tlbb_init);
 module_exit(tlbb_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("Per-VM balance of huge and small TLB groups by limiting THP");
+MODULE_DESCRIPTION("Balance huge/small TLB groups of VMs by limiting THP");
 MODULE_AUTHOR("nova-tlbbalance");
 MODULE_SOFTDEP("pre: configfs");

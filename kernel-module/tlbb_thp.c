@@ -140,14 +140,13 @@ static u64 tlbb_count_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 	return n;
 }
 
-u64 tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm)
+int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n)
 {
-	u64 n;
-
-	mmap_read_lock(mm);
-	n = tlbb_count_locked(vm, mm);
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	*n = tlbb_count_locked(vm, mm);
 	mmap_read_unlock(mm);
-	return n;
+	return 0;
 }
 
 /* Split @excess huge PMDs, last range and highest address first. */

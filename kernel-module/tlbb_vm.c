@@ -191,9 +191,9 @@ static int tlbb_check_process(struct pid *pid, struct mm_struct **mmp)
 	if (!task)
 		return -ESRCH;
 	if (task->flags & PF_KTHREAD)
-		ret = -EINVAL;		/* a kernel thread has no guest RAM */
+		ret = -EINVAL;		/* kernel thread: no guest RAM */
 	else if (!thread_group_leader(task))
-		ret = -EINVAL;		/* a thread id, not a process id */
+		ret = -EINVAL;		/* a thread id, not a process */
 	if (ret) {
 		put_task_struct(task);
 		return ret;
@@ -300,7 +300,7 @@ int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 		rcu_read_lock();
 		t = pid_task(pids[j], PIDTYPE_PID);
 		if (t && task_tgid(t) != vm->pid)
-			t = NULL;	/* not a thread of the registered process */
+			t = NULL;	/* not a thread of vm->pid */
 		rcu_read_unlock();
 		if (!t) {
 			put_pid(pids[j]);
@@ -418,6 +418,8 @@ int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small)
 	struct tlbb_vm *vm;
 	int ret = -ENOENT;
 
+	if (!tlbb_allow_inject)
+		return -EPERM;
 	if (huge > TLBB_INJECT_MAX_RATE || small > TLBB_INJECT_MAX_RATE)
 		return -ERANGE;
 	mutex_lock(&tlbb_vms_lock);
@@ -434,6 +436,22 @@ int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small)
 	}
 	mutex_unlock(&tlbb_vms_lock);
 	return ret;
+}
+
+/*
+ * N_hc for the huge_pages attribute: the last tick's count while the VM is
+ * monitored, a fresh count while it is off. vm->lock held.
+ */
+u64 tlbb_vm_huge_pages(struct tlbb_vm *vm)
+{
+	struct mm_struct *mm = vm->mm;
+
+	if (vm->mode != TLBB_MODE_OFF || !mm || READ_ONCE(vm->released) ||
+	    !mmget_not_zero(mm))
+		return vm->huge_pages;
+	tlbb_thp_count(vm, mm, &vm->huge_pages);
+	mmput(mm);
+	return vm->huge_pages;
 }
 
 /* Which CPUs the vCPU threads may use and were last seen on. */
@@ -466,10 +484,10 @@ static void tlbb_vm_tick_work(struct work_struct *work)
 	mutex_lock(&vm->lock);
 	if (vm->mode == TLBB_MODE_OFF || vm->dying || !vm->mm ||
 	    READ_ONCE(vm->released) || !mmget_not_zero(vm->mm))
-		goto out;		/* stopped, or exit work is on its way */
+		goto out;		/* stopped, or exit work coming */
 	mm = vm->mm;
 
-	vm->huge_pages = tlbb_thp_count(vm, mm);
+	tlbb_thp_count(vm, mm, &vm->huge_pages);
 	tlbb_vm_sample_cpus(vm);
 	if (tlbb_counter_read(vm, &in.refills_huge, &in.refills_small)) {
 		u64 c0;
