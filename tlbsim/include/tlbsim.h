@@ -155,6 +155,8 @@ struct tlbs_mmu {
 	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
 	u64 l1_misses;		/* missed a group, hit a later one */
 	u64 splits, restores;
+	/* groups the last access hit first (see same_page() in mmu.c) */
+	u32 memo_n, memo_g[2];
 };
 
 int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,

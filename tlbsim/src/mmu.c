@@ -138,7 +138,15 @@ static inline void translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 {
 	struct tlbs_machine *m = u->m;
 	u32 n = m->pathlen[c], i, j;
+	struct tlbs_group *g0 = &m->g[m->path[c][0]];
 
+	if (n == 1) {		/* one group for the size: the common case */
+		if (!tlbs_group_lookup_fast(g0, key)) {
+			u->walks[c]++;
+			tlbs_group_fill(g0, key);
+		}
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		if (tlbs_group_lookup_fast(&m->g[m->path[c][i]], key)) {
 			if (i) {
@@ -155,43 +163,99 @@ static inline void translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 		tlbs_group_fill(&m->g[m->path[c][i]], key);
 }
 
+/*
+ * An access to the base page of the access before it needs no lookup: that
+ * translation's entries were just hit or filled and nothing ran in between
+ * (limits change only between calls), so they hit again, and a hit on the
+ * most recent entry changes no replacement state. Count the hits only.
+ */
+static inline void memo_flush(struct tlbs_mmu *u, u64 *skipped)
+{
+	if (!*skipped)
+		return;
+	u->m->g[u->memo_g[0]].hits += *skipped;
+	if (u->memo_n > 1)
+		u->m->g[u->memo_g[1]].hits += *skipped;
+	*skipped = 0;
+}
+
+static inline int same_page(struct tlbs_mmu *u, u64 a, u64 *last,
+			    u64 *skipped)
+{
+	u64 p = a >> u->m->base_shift;
+
+	if (p == *last) {
+		++*skipped;
+		return 1;
+	}
+	memo_flush(u, skipped);
+	*last = p;
+	return 0;
+}
+
+static inline void memo(struct tlbs_mmu *u, u32 n, enum tlbs_class c0,
+			enum tlbs_class c1)
+{
+	u->memo_n = n;
+	u->memo_g[0] = u->m->path[c0][0];
+	u->memo_g[1] = u->m->path[c1][0];
+}
+
 void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
 {
 	u32 bs = u->m->base_shift, hs = u->m->huge_shift, k;
 	u32 sh[TLBS_NCLASS] = { bs, hs };
+	u64 last = ~0ULL, skipped = 0;
 
 	u->accesses += n;
 	switch (u->model) {
 	case TLBS_NATIVE:
 		for (k = 0; k < n; k++) {
 			u64 a = off[k];
-			enum tlbs_class c = u->huge1[a >> hs];
+			enum tlbs_class c;
 
+			if (same_page(u, a, &last, &skipped))
+				continue;
+			c = u->huge1[a >> hs];
 			translate(u, c, tlbs_key(TLBS_SP_NATIVE, c, a >> sh[c]));
+			memo(u, 1, c, c);
 		}
 		break;
 	case TLBS_VZ:
 		for (k = 0; k < n; k++) {
-			u64 a = off[k], r = a >> hs, g = gpa_of(u, a, r);
-			enum tlbs_class c1 = u->huge1[r], c2 = class2(u, g);
+			u64 a = off[k], r = a >> hs, g;
+			enum tlbs_class c1, c2;
 
+			if (same_page(u, a, &last, &skipped))
+				continue;
+			g = gpa_of(u, a, r);
+			c1 = u->huge1[r];
+			c2 = class2(u, g);
 			translate(u, c1, tlbs_key(TLBS_SP_STAGE1, c1,
 						  a >> sh[c1]));
 			translate(u, c2, tlbs_key(TLBS_SP_STAGE2, c2,
 						  g >> sh[c2]));
+			memo(u, 2, c1, c2);
 		}
 		break;
 	case TLBS_COMBINED:
 		for (k = 0; k < n; k++) {
-			u64 a = off[k], r = a >> hs, g = gpa_of(u, a, r);
-			enum tlbs_class c1 = u->huge1[r], c2 = class2(u, g);
-			enum tlbs_class c = c1 < c2 ? c1 : c2;
+			u64 a = off[k], r = a >> hs, g;
+			enum tlbs_class c1, c2, c;
 
+			if (same_page(u, a, &last, &skipped))
+				continue;
+			g = gpa_of(u, a, r);
+			c1 = u->huge1[r];
+			c2 = class2(u, g);
+			c = c1 < c2 ? c1 : c2;
 			translate(u, c, tlbs_key(TLBS_SP_COMBINED, c,
 						 a >> sh[c]));
+			memo(u, 1, c, c);
 		}
 		break;
 	}
+	memo_flush(u, &skipped);
 }
 
 static void invalidate_all(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
