@@ -124,6 +124,18 @@ class TestBootModes(base.TLBBalanceTestBase):
         self.assertEqual(str(1024 * 1024),
                          self._xml(server).findtext('memory'))
 
+    def test_thp_with_small_pages_numa_flavor(self):
+        # hw:mem_page_size=small gives the guest a NUMA topology but no
+        # hugetlbfs pages: THP backing applies.
+        self.start_compute()
+        server = self._boot({'tlbbalance:mode': 'monitor',
+                             'hw:mem_page_size': 'small'})
+        root = self._xml(server)
+        self.assertIsNone(root.find('memoryBacking/hugepages'))
+        self.assertEqual('anonymous',
+                         root.find('memoryBacking/source').get('type'))
+        self.assertEqual(1, len(root.findall('./cpu/numa/cell')))
+
     def test_mode_off_still_tagged(self):
         self.start_compute()
         server = self._boot({'tlbbalance:mode': 'off',
