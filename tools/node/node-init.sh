@@ -83,11 +83,15 @@ fi
 if [ "$TLBB_LIBVIRT" = 1 ]; then
 	# A clean libvirt configuration: nothing from the host's libvirt state
 	# (domains, networks, hooks) leaks into the node.
-	rm -rf /etc/libvirt/hooks /etc/libvirt/qemu /etc/libvirt/storage \
-		/etc/libvirt/nwfilter /var/lib/libvirt /var/cache/libvirt \
-		/var/log/libvirt
-	mkdir -p /etc/libvirt/hooks/qemu.d /etc/libvirt/qemu /var/lib/libvirt \
-		/var/log/libvirt /var/cache/libvirt/qemu/capabilities
+	# Fresh tmpfs mounts rather than rm: the lower layer is the host's
+	# live libvirt state, read over 9p.
+	for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt \
+		/var/log/libvirt; do
+		mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d" ||
+			error "cannot mount a tmpfs on $d"
+	done
+	mkdir -p /etc/libvirt/hooks/qemu.d /etc/libvirt/qemu \
+		/var/cache/libvirt/qemu/capabilities
 	cat >/etc/libvirt/qemu.conf <<'EOF'
 # Written by tools/node/node-init.sh: a throwaway node, everything as root.
 user = "root"

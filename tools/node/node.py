@@ -285,15 +285,12 @@ def build_payload():
 
 def hook_install_cmd():
     """Shell command run in the node (before libvirtd starts) that installs
-    the working tree's libvirt hook; None if the tree has no hook."""
-    installer = os.path.join(REPO, 'libvirt-hooks', 'install.sh')
-    if os.path.exists(installer):
-        return shlex.quote(installer)
-    hook = os.path.join(REPO, 'libvirt-hooks', 'tlbbalance')
-    if os.path.exists(hook):
-        return 'install -m 0755 %s /etc/libvirt/hooks/qemu.d/tlbbalance' % (
-            shlex.quote(hook))
-    return None
+    the working tree's libvirt hook with its own installer (docs/hook.md),
+    under Debian's python3, logging each phase to a file."""
+    if not os.path.exists(os.path.join(REPO, 'libvirt-hooks', 'tlbbalance')):
+        return None
+    return ('/usr/bin/python3 -m nova_tlbbalance.hook.install '
+            '--log-file /var/log/tlbbalance-hook.log --syslog ""')
 
 
 # -------------------------------------------------------------------- node

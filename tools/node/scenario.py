@@ -1,0 +1,147 @@
+"""VMs inside a booted node: what the e2e tests and the demo both do.
+
+Everything runs in the node through :class:`node.Node`; the tagged domain
+XML comes from the driver plugin's own code (``tlbbalance domain apply``,
+the CLI front of ``nova_tlbbalance.guest_config.apply_to_domain_xml``).
+Standard library only.
+"""
+
+import json
+import re
+import shlex
+import time
+
+import guestxml
+
+CONFIGFS = '/sys/kernel/config/tlbbalance'
+INJECT = '/sys/kernel/debug/tlbbalance/inject'
+
+
+class ScenarioError(Exception):
+    pass
+
+
+def serial_log(name):
+    return '/var/log/libvirt/qemu/%s.serial.log' % name
+
+
+def tagged_xml(node, plain_xml, specs):
+    """plain_xml passed through the driver plugin's code with ``specs``
+    (flavor extra specs without the ``tlbbalance:`` prefix)."""
+    path = '/tmp/plain-%d.xml' % time.monotonic_ns()
+    node.write_file(path, plain_xml)
+    args = ' '.join('-s %s' % shlex.quote('%s=%s' % kv)
+                    for kv in specs.items())
+    return node.check('tlbbalance domain apply %s %s' % (args, path))
+
+
+def start_vm(node, name, payload, specs=None, mem_mib=256, vcpus=1,
+             pattern='seq', memfd=False, env=None):
+    """Define and start a payload domain; specs=None: untagged. Returns
+    the XML given to libvirt."""
+    plain = guestxml.payload_domain(name, payload, serial_log(name),
+                                    mem_mib=mem_mib, vcpus=vcpus,
+                                    pattern=pattern, memfd=memfd, env=env)
+    xml = tagged_xml(node, plain, specs) if specs else plain
+    path = '/tmp/%s.xml' % name
+    node.write_file(path, xml)
+    node.check('virsh -q define %s && virsh -q start %s' % (path, name),
+               timeout=180)
+    return xml
+
+
+def wait_payload(node, name, timeout=120, passes=0):
+    """Wait until the payload touched all its RAM (and ran ``passes``
+    more sweeps); returns the last progress line."""
+    deadline = time.monotonic() + timeout
+    pat = re.compile(r'tlbb-payload: pass=(\d+) .*errors=(\d+)')
+    while True:
+        log = node.run('cat %s 2>/dev/null' % serial_log(name)).stdout
+        if 'tlbb-payload: error' in log:
+            raise ScenarioError('payload of %s failed:\n%s' % (name, log))
+        m = pat.findall(log)
+        if 'tlbb-payload: touched' in log and (
+                not passes or (m and int(m[-1][0]) >= passes)):
+            return log.strip().splitlines()[-1]
+        if time.monotonic() > deadline:
+            raise ScenarioError('payload of %s did not get there in %d s; '
+                                'serial log:\n%s' % (name, timeout, log))
+        time.sleep(1)
+
+
+def payload_errors(node, name):
+    """Signature mismatches the payload reported (data corruption)."""
+    log = node.run('cat %s' % serial_log(name)).stdout
+    found = re.findall(r'errors=(\d+)', log)
+    return int(found[-1]) if found else 0
+
+
+def qemu_pid(node, name):
+    return int(node.check('cat /run/libvirt/qemu/%s.pid' % name).strip())
+
+
+def query_stats(node, name):
+    """KVM's per-VM stats through QMP query-stats (target vm)."""
+    out = node.check(['virsh', 'qemu-monitor-command', name,
+                      '{"execute": "query-stats", "arguments": '
+                      '{"target": "vm"}}'])
+    stats = {}
+    for provider in json.loads(out)['return']:
+        for s in provider['stats']:
+            stats[s['name']] = s['value']
+    return stats
+
+
+def module_status(node, vm):
+    """The module's ``status`` of vm as a dict, or None if no directory."""
+    res = node.run('cat %s/vms/%s/status' % (CONFIGFS, vm))
+    if res.rc != 0:
+        return None
+    out = {}
+    for line in res.stdout.splitlines():
+        k, _, v = line.partition(' ')
+        out[k] = v.strip()
+    return out
+
+
+def inject(node, vm, huge_per_s, small_per_s):
+    node.check('echo %s %d %d > %s' % (vm, huge_per_s, small_per_s, INJECT))
+
+
+def inject_off(node, vm):
+    node.check('echo %s off > %s' % (vm, INJECT))
+
+
+SAMPLER = r'''
+import json, os, sys, time
+vm, secs, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+pid = open('/run/libvirt/qemu/%s.pid' % vm).read().strip()
+kvm = [d for d in os.listdir('/sys/kernel/debug/kvm')
+       if d.startswith(pid + '-')]
+t0 = time.monotonic()
+while time.monotonic() - t0 < secs:
+    row = {'t': round(time.monotonic() - t0, 2)}
+    try:
+        for line in open('/sys/kernel/config/tlbbalance/vms/%s/status' % vm):
+            k, _, v = line.strip().partition(' ')
+            row[k] = v
+    except OSError:
+        pass
+    for name in ('pages_4k', 'pages_2m'):
+        try:
+            row[name] = int(open('/sys/kernel/debug/kvm/%s/%s'
+                                 % (kvm[0], name)).read())
+        except (OSError, IndexError, ValueError):
+            pass
+    print(json.dumps(row), flush=True)
+    time.sleep(every)
+'''
+
+
+def sample(node, vm, secs, every=0.5):
+    """Sample the module's status and KVM's stage-2 page counts (debugfs
+    of the node's KVM: the same counters query-stats reads) for secs;
+    returns the rows."""
+    out = node.check(['/usr/bin/python3', '-c', SAMPLER, vm, str(secs),
+                      str(every)], timeout=int(secs) + 60)
+    return [json.loads(ln) for ln in out.splitlines() if ln.strip()]
