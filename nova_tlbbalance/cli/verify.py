@@ -1,6 +1,7 @@
 """``tlbbalance verify``: exit 1 when a tagged VM is not what it asked for."""
 
 import json
+import sys
 
 from nova_tlbbalance.cli import _common
 from nova_tlbbalance.probes import verdict
@@ -24,14 +25,16 @@ def register(sub):
 
 def run(args):
     if not 0 <= args.min_coverage <= 100:
-        raise SystemExit('tlbbalance verify: --min-coverage %r: allowed '
-                         '0..100' % args.min_coverage)
+        sys.stderr.write('tlbbalance verify: --min-coverage %r: allowed '
+                         '0..100\n' % args.min_coverage)
+        return 2
     _, reps = _common.collect(args)
     if args.domains:
         missing = set(args.domains) - {r['name'] for r in reps}
         if missing:
-            raise SystemExit('tlbbalance verify: not running: %s'
+            sys.stderr.write('tlbbalance verify: not running: %s\n'
                              % ', '.join(sorted(missing)))
+            return 2
         reps = [r for r in reps if r['name'] in args.domains]
     result = {}
     for rep in reps:
