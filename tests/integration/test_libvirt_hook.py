@@ -9,7 +9,11 @@ and leave the registration path to the e2e tests inside a booted kernel.
 """
 
 import os
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -273,7 +277,7 @@ def test_stop_runs_stopped_and_release(host):
         'module absent', 'unregistered')
 
 
-def test_exporter_once(host, vm):
+def test_exporter(host, vm):
     name = 'tlbbit-exporter'
     vm(name, driver_xml(name, {'tlbbalance:mode': 'monitor'},
                         memory_mib=64))
@@ -282,3 +286,20 @@ def test_exporter_once(host, vm):
     assert 'tlbbalance_vm_managed{vm="%s"} 1' % name in out
     assert 'tlbbalance_vm_huge_coverage_ratio{vm="%s"}' % name in out
     assert 'tlbbalance_host_module_loaded %d' % MODULE_LOADED in out
+    # the same over HTTP on a loopback port
+    srv = subprocess.Popen([sys.executable, '-m', 'nova_tlbbalance',
+                            'exporter', '--port', '0'],
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        line = srv.stderr.readline()
+        assert line.startswith('tlbbalance exporter on http://127.0.0.1:')
+        url = line.split()[-1]
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            assert resp.status == 200
+            body = resp.read().decode()
+        assert 'tlbbalance_vm_managed{vm="%s"} 1' % name in body
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(url.replace('/metrics', '/x'), timeout=60)
+    finally:
+        srv.terminate()
+        srv.wait(10)

@@ -30,3 +30,9 @@ def fmt(values, unit='s', scale=1.0):
     v = [x * scale for x in values]
     return 'median %.3f %s (min %.3f, max %.3f, n=%d)' % (
         statistics.median(v), unit, min(v), max(v), len(v))
+
+
+def loadavg():
+    """1, 5 and 15 minute load averages (the machine is shared)."""
+    with open('/proc/loadavg') as f:
+        return ' '.join(f.read().split()[:3])

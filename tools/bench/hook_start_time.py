@@ -48,6 +48,7 @@ def hook_process_times(python, hook, xml, n=10):
 
 
 def main():
+    print('load average at start: %s' % _common.loadavg())
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--runs', type=int, default=5,
                     help='starts per round and mode')
@@ -100,6 +101,7 @@ def main():
     print('hook process (interpreter start + work), `start` phase:')
     print('  untagged domain %s' % _common.fmt(t_untagged, 'ms', 1000))
     print('  tagged domain   %s' % _common.fmt(t_tagged, 'ms', 1000))
+    print('load average at end: %s' % _common.loadavg())
     return 0
 
 

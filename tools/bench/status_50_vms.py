@@ -35,6 +35,7 @@ def timed(cmd, runs):
 
 
 def main():
+    print('load average at start: %s' % _common.loadavg())
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--vms', type=int, default=50)
     ap.add_argument('--runs', type=int, default=5)
@@ -75,6 +76,7 @@ def main():
               % (1000 * sorted(full)[len(full) // 2] / args.vms))
         print('  reported: %d/%d with >= 99 %% huge coverage, %d/%d aligned'
               % (covered, args.vms, aligned, args.vms))
+    print('load average at end: %s' % _common.loadavg())
     return 0
 
 
