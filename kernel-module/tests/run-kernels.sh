@@ -18,7 +18,10 @@
 #   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480)
 #   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2)
 #   TLBB_VERBOSE=1      echo the whole console, not just the test lines
-#   TLBB_OUT            output dir (default <repo>/out/kmod)
+#   TLBB_OUT            output dir (default: a fresh
+#                       <repo>/out/kmod/run-<time>-<pid>, linked from
+#                       out/kmod/latest; the 5 newest runs are kept, so
+#                       concurrent runs in one tree never share files)
 #   TLBB_GUEST_DIR      where the t_* tests are (default tests/guest;
 #                       harness-selftest.sh points it at failing tests)
 #   TLBB_NO_MODULE=1    do not build or load tlbbalance.ko
@@ -30,7 +33,16 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kmod=$(cd "$here/.." && pwd)
 top=$(cd "$kmod/.." && pwd)
-out=${TLBB_OUT:-$top/out/kmod}
+if [ -n "${TLBB_OUT:-}" ]; then
+	out=$TLBB_OUT
+else
+	out=$top/out/kmod/run-$(date -u +%Y%m%dT%H%M%S)-$$
+	# shellcheck disable=SC2012
+	ls -1dt "$top"/out/kmod/run-* 2>/dev/null | tail -n +5 |
+		while read -r old; do rm -rf "$old"; done
+	mkdir -p "$out"
+	ln -sfn "$(basename "$out")" "$top/out/kmod/latest"
+fi
 kernels=${TLBB_KERNELS:-"6.1 6.12"}
 guest_dir=${TLBB_GUEST_DIR:-$here/guest}
 test_timeout=${TLBB_TEST_TIMEOUT:-240}
@@ -171,6 +183,7 @@ run_kernel() {	# line
 			'^(ok |not ok |# |Bail|TLBB-TEST|TLBB-SUMMARY)|BUG:|WARNING:|Oops|Kernel panic'
 		fi
 	status=${PIPESTATUS[0]}
+	rm -f "$dir/initramfs.cpio"
 	[ "$status" = 124 ] && say "not ok - $abi: no result within ${boot_timeout}s (hang)"
 	summary=$(python3 "$here/check-log.py" "$dir/console.log" "$line" "$status")
 	# Its own count line is folded into ours below: print the rest.

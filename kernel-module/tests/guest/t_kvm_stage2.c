@@ -18,9 +18,12 @@
  *      slot's range registered in balance mode, the controller driven by
  *      the injection backend with huge-dominant refill rates, the limit
  *      floor set): after the limiter acts and the guest runs again,
- *      pages_2m equals the limit N_hl and the memory is unchanged.
+ *      pages_2m equals the limit N_hl and the memory is unchanged;
+ *   4. mode off lifts the limit: MADV_COLLAPSE makes the slot huge again
+ *      and after the next guest run every 2 MiB is mapped huge at stage 2.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +32,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1 */
+#endif
 
 #include "cfs.h"
 #include "kvm_util.h"
@@ -266,6 +273,21 @@ static void test_limited(struct stage2_vm *s)
 	tap_ok(p4k >= (total - limit) * (thp_pmd_size() / PAGE),
 	       "limited: the split part is mapped with 4 KiB pages "
 	       "(pages_4k %" PRIu64 ")", p4k);
+
+	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
+	ok = set_ok(tlbb_set(vm, "mode", "off\n"), "mode off");
+	if (ok && !tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
+			  "restored: MADV_COLLAPSE of the slot after mode off "
+			  "(%s)", strerror(errno)))
+		ok = false;
+	if (ok) {
+		guest_touch(s, "restored", 0x2e5e0004);
+		p2m = kvm_vm_stat(s->vm, "pages_2m");
+		tap_ok(p2m == total,
+		       "restored: stage 2 is huge again once the limit is "
+		       "lifted (pages_2m %" PRIu64 " == %" PRIu64 ")",
+		       p2m, total);
+	}
 out:
 	tlbb_set(vm, "mode", "off\n");
 	set_ok(tlbb_vm_remove(vm), "rmdir vms/<vm>");
