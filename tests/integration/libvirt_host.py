@@ -93,6 +93,26 @@ class LibvirtHost:
         self.start_seconds = time.monotonic() - t0
         return self
 
+    def restart_libvirtd(self):
+        """Stop and start libvirtd only (running domains stay up); it
+        reconnects to them and runs the hook's `reconnect` phase."""
+        pid = self.pids.pop('libvirtd')
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(300):
+            if not _alive(pid) and not _sock_answers():
+                break
+            time.sleep(0.1)
+        pidfile = os.path.join(self.workdir, 'libvirtd.pid')
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pidfile)
+        subprocess.run(['libvirtd', '-d', '-p', pidfile], check=True)
+        for _ in range(100):
+            if os.path.exists(pidfile) and open(pidfile).read().strip():
+                break
+            time.sleep(0.05)
+        self.pids['libvirtd'] = int(open(pidfile).read())
+        self.virsh('version', timeout=120)
+
     def stop(self):
         if self.defined and self.pids:
             # one virsh process for all: each connection costs ~0.5 s here

@@ -277,6 +277,22 @@ def test_stop_runs_stopped_and_release(host):
         'module absent', 'unregistered')
 
 
+def test_libvirtd_restart_runs_reconnect(host, vm):
+    name = 'tlbbit-reconnect'
+    vm(name, driver_xml(name, {'tlbbalance:mode': 'monitor'},
+                        memory_mib=64))
+    wait_hook(host, name, 'started')
+    pid = status_of(name)[1]['pid']
+    host.restart_libvirtd()
+    check_hook_phases(host, name, ('reconnect',))
+    rec = wait_hook(host, name, 'reconnect')
+    assert rec['pid'] == pid
+    assert rec['result'].startswith(
+        ('already registered', 'registered') if MODULE_LOADED
+        else 'module absent'), rec
+    assert status_of(name)[1]['pid'] == pid       # the VM kept running
+
+
 def test_exporter(host, vm):
     name = 'tlbbit-exporter'
     vm(name, driver_xml(name, {'tlbbalance:mode': 'monitor'},
