@@ -258,3 +258,25 @@ def test_teardown_path_is_light(fake):
     for heavy in ('policy', 'probes', 'module_defs', 'phases'):
         assert heavy not in out[1], out[1]
     assert fake.records()[-1]['result'] == 'module absent'
+
+
+def test_installed_hook_without_package_never_blocks(tmp_path):
+    dest = str(tmp_path / 'tlbbalance')
+    with open(install.template_path()) as f:
+        text = install.render(f.read(), sys.executable, str(tmp_path / 'x'),
+                              {})
+    with open(dest, 'w') as f:
+        f.write(text)
+    os.chmod(dest, 0o755)
+    env = {'PATH': '/usr/bin:/bin'}     # -S: no site-packages either
+    p = subprocess.run([dest, 'vm1', 'started', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert b'cannot import nova_tlbbalance' in p.stderr
+    p = subprocess.run([dest, 'vm1', 'started', 'begin', '-'],
+                       input=domain(strict='true'), capture_output=True,
+                       env=env)
+    assert p.returncode == 1
+    p = subprocess.run([dest, 'vm1', 'restore', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env)
+    assert (p.returncode, p.stdout) == (0, domain())
