@@ -134,8 +134,8 @@ def main():
             send(fd, {'id': req.get('id'), 'rc': 0})
             return int(req.get('status', 0)) & 0x7f
         if op == 'run':
-            trace('run %s: %.200s' % (req.get('id'),
-                                     req.get('sh') or req.get('argv')))
+            trace('run %s: %.200s'
+                  % (req.get('id'), req.get('sh') or req.get('argv')))
             reply = run(req)
             trace('done %s: rc=%s in %.2f s' % (req.get('id'), reply['rc'],
                                                 reply['secs']))

@@ -90,7 +90,7 @@ if [ "$TLBB_LIBVIRT" = 1 ]; then
 		mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d" ||
 			error "cannot mount a tmpfs on $d"
 	done
-	mkdir -p /etc/libvirt/hooks/qemu.d /etc/libvirt/qemu \
+	mkdir -p /etc/libvirt/hooks/qemu.d /etc/libvirt/qemu /var/log/libvirt/qemu \
 		/var/cache/libvirt/qemu/capabilities
 	cat >/etc/libvirt/qemu.conf <<'EOF'
 # Written by tools/node/node-init.sh: a throwaway node, everything as root.

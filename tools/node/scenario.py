@@ -120,7 +120,7 @@ kvm = [d for d in os.listdir('/sys/kernel/debug/kvm')
        if d.startswith(pid + '-')]
 t0 = time.monotonic()
 while time.monotonic() - t0 < secs:
-    row = {'t': round(time.monotonic() - t0, 2)}
+    row = {'t': round(time.monotonic() - t0, 2), 'ts': time.time()}
     try:
         for line in open('/sys/kernel/config/tlbbalance/vms/%s/status' % vm):
             k, _, v = line.strip().partition(' ')
