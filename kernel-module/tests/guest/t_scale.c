@@ -39,7 +39,7 @@
 #define INTERVAL_MS	1000	/* 1 000 ticks/s: no queueing in the figures */
 #else
 #define REGION		(2UL << 20)	/* one huge page per VM */
-#define MEASURE_S	3
+#define MEASURE_S	2
 #define INTERVAL_MS	100
 #endif
 #define COST		"/sys/kernel/debug/tlbbalance/tick_cost"
