@@ -4,6 +4,9 @@
 #
 #   traces/record-programs.sh [-n MAX_ACCESSES] [NAME...]
 #
+# valgrind does not follow exec: name the real binaries (no wrappers such as
+# env or a pyenv shim), or only the wrapper is traced.
+#
 # Names: xz (xz -9 compressing 64 MiB of this machine's binaries), python
 # (a 3 M-entry dict built, then probed at random), sort (GNU sort of 2 M
 # shuffled lines with a 256 MiB buffer). Inputs are generated
@@ -40,9 +43,9 @@ for name in $names; do
 	xz)
 		input_xz
 		"$here/record.sh" -n "$max" "$out" -- \
-			xz -9 -T1 -c "$cache/xz-input.bin" ;;
+			/usr/bin/xz -9 -T1 -c "$cache/xz-input.bin" ;;
 	python)
-		"$here/record.sh" -n "$max" "$out" -- python3 -c '
+		"$here/record.sh" -n "$max" "$out" -- /usr/bin/python3 -c '
 import random
 random.seed(1)
 d = {i * 7919: str(i) for i in range(3000000)}
@@ -53,8 +56,8 @@ for _ in range(2000000):
 print(s)' ;;
 	sort)
 		input_sort
-		"$here/record.sh" -n "$max" "$out" -- \
-			env LC_ALL=C sort -S 256M "$cache/sort-input.txt" ;;
+		LC_ALL=C "$here/record.sh" -n "$max" "$out" -- \
+			/usr/bin/sort -S 256M "$cache/sort-input.txt" ;;
 	*)
 		echo "$0: unknown trace '$name' (xz, python, sort)" >&2
 		exit 2 ;;

@@ -42,7 +42,7 @@ vg=$!
 "$here/build/tlbsim" lackey2trace --max "$max" $instr <"$tmp/lackey" |
 	gzip -1 >"$tmp/out.trc.gz"
 # enough recorded (or the program ended): stop valgrind, ours only
-kill "$vg" 2>/dev/null || true
+kill -KILL "$vg" 2>/dev/null || true
 wait "$vg" 2>/dev/null || true
 mv "$tmp/out.trc.gz" "$out"
 "$here/build/tlbsim" trace-info "$out"
