@@ -20,6 +20,9 @@
  *   size_mb=N                 touch at most N MiB (default: all RAM)
  *   report=N                  print a progress line every N passes
  *                             (default 8)
+ *   pause_ms=N                sleep N ms (hlt, PIT timer at 100 Hz)
+ *                             after each pass, so an idle node CPU is
+ *                             left to the node (default 100; 0: spin)
  */
 #include <stdint.h>
 
@@ -37,6 +40,11 @@ struct mb_info {
 };
 
 extern char _end[];
+extern void irq_master(void);
+extern void irq_slave(void);
+volatile uint32_t ticks;
+
+#define PIT_HZ		100
 
 static inline void outb(uint16_t port, uint8_t val)
 {
@@ -140,6 +148,7 @@ struct options {
 	uint32_t start_mb;
 	uint32_t size_mb;
 	uint32_t report;
+	uint32_t pause_ms;
 };
 
 static void parse_cmdline(const char *s, struct options *o)
@@ -159,9 +168,71 @@ static void parse_cmdline(const char *s, struct options *o)
 			o->size_mb = parse_u32(s + 8);
 		else if (starts_with(s, "report="))
 			o->report = parse_u32(s + 7);
+		else if (starts_with(s, "pause_ms="))
+			o->pause_ms = parse_u32(s + 9);
 		while (*s && *s != ' ')
 			s++;
 	}
+}
+
+struct idt_gate {
+	uint16_t off_lo;
+	uint16_t sel;
+	uint8_t zero;
+	uint8_t type;
+	uint16_t off_hi;
+} __attribute__((packed));
+
+static struct idt_gate idt[48] __attribute__((aligned(8)));
+
+static void set_gate(int vec, void (*fn)(void))
+{
+	uint32_t off = (uint32_t)fn;
+
+	idt[vec].off_lo = off & 0xffff;
+	idt[vec].sel = 0x08;
+	idt[vec].zero = 0;
+	idt[vec].type = 0x8e;	/* present, ring 0, 32-bit interrupt gate */
+	idt[vec].off_hi = off >> 16;
+}
+
+/* PIC remapped to 0x20-0x2f, only the timer unmasked; PIT at PIT_HZ. */
+static void timer_init(void)
+{
+	struct {
+		uint16_t limit;
+		uint32_t base;
+	} __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint32_t)idt };
+	uint32_t div = 1193182 / PIT_HZ;
+	int v;
+
+	for (v = 0x20; v < 0x28; v++)
+		set_gate(v, irq_master);
+	for (v = 0x28; v < 0x30; v++)
+		set_gate(v, irq_slave);
+	__asm__ volatile("lidt %0" : : "m"(idtr));
+	outb(0x20, 0x11);	/* ICW1: init, ICW4 follows */
+	outb(0xa0, 0x11);
+	outb(0x21, 0x20);	/* ICW2: vector base */
+	outb(0xa1, 0x28);
+	outb(0x21, 0x04);	/* ICW3: slave on IRQ2 */
+	outb(0xa1, 0x02);
+	outb(0x21, 0x01);	/* ICW4: 8086 mode */
+	outb(0xa1, 0x01);
+	outb(0x21, 0xfe);	/* mask all but IRQ0 */
+	outb(0xa1, 0xff);
+	outb(0x43, 0x34);	/* PIT channel 0, rate generator */
+	outb(0x40, div & 0xff);
+	outb(0x40, div >> 8);
+}
+
+/* Sleep about ms milliseconds with interrupts on only while halted. */
+static void pause(uint32_t ms)
+{
+	uint32_t until = ticks + (ms * PIT_HZ + 999) / 1000;
+
+	while ((int32_t)(ticks - until) < 0)
+		__asm__ volatile("sti; hlt; cli" ::: "memory");
 }
 
 static inline uint32_t signature(uint32_t page)
@@ -187,7 +258,7 @@ static inline uint32_t touch(uint32_t start, uint32_t page)
 
 void payload_main(uint32_t magic, const struct mb_info *mbi)
 {
-	struct options o = { PAT_SEQ, 4, 0, 8 };
+	struct options o = { PAT_SEQ, 4, 0, 8, 100 };
 	uint32_t top, start, end, npages, i, lcg = 12345;
 	uint64_t pass = 0, touches = 0, errors = 0;
 
@@ -224,7 +295,11 @@ void payload_main(uint32_t magic, const struct mb_info *mbi)
 	putu(npages);
 	puts(" pattern=");
 	puts(pattern_name(o.pattern));
+	puts(" pause_ms=");
+	putu(o.pause_ms);
 	puts("\n");
+	if (o.pause_ms)
+		timer_init();
 
 	/* First pass: write every page's signature. */
 	for (i = 0; i < npages; i++)
@@ -248,6 +323,8 @@ void payload_main(uint32_t magic, const struct mb_info *mbi)
 		}
 		touches += npages;
 		pass++;
+		if (o.pause_ms)
+			pause(o.pause_ms);
 		if ((uint32_t)pass % o.report == 0 || errors) {
 			puts("tlbb-payload: pass=");
 			putu(pass);

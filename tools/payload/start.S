@@ -20,17 +20,57 @@ stack_bottom:
 	.skip 16384
 stack_top:
 
+	.section .rodata
+	.align 8
+gdt:
+	.quad 0				/* null */
+	.quad 0x00cf9a000000ffff	/* 0x08: flat 32-bit code */
+	.quad 0x00cf92000000ffff	/* 0x10: flat 32-bit data */
+gdt_end:
+gdt_ptr:
+	.word gdt_end - gdt - 1
+	.long gdt
+
 	.section .text
 	.globl _start
 _start:
 	cli
+	/* Our own GDT: the multiboot loader's may be anywhere (or gone). */
+	lgdt gdt_ptr
+	ljmp $0x08, $1f
+1:	movw $0x10, %cx
+	movw %cx, %ds
+	movw %cx, %es
+	movw %cx, %ss
+	movw %cx, %fs
+	movw %cx, %gs
 	movl $stack_top, %esp
 	pushl $0
 	popf
 	pushl %ebx		/* multiboot info */
 	pushl %eax		/* boot loader magic */
 	call payload_main
-1:	cli
+2:	cli
 	hlt
-	jmp 1b
+	jmp 2b
+
+/*
+ * Interrupt handlers for the PIC's IRQs (vectors 0x20-0x2f): count timer
+ * ticks, acknowledge, return. Used to sleep with hlt between passes.
+ */
+	.globl irq_master, irq_slave
+irq_master:
+	pushl %eax
+	incl ticks
+	movb $0x20, %al
+	outb %al, $0x20
+	popl %eax
+	iret
+irq_slave:
+	pushl %eax
+	movb $0x20, %al
+	outb %al, $0xa0
+	outb %al, $0x20
+	popl %eax
+	iret
 	.section .note.GNU-stack, "", @progbits
