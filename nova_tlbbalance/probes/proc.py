@@ -78,6 +78,34 @@ _SMAPS_KEYS = re.compile(r'^(AnonHugePages|Private_Hugetlb|Shared_Hugetlb|'
                          r'Rss|KernelPageSize):\s+(\d+) kB', re.M)
 
 
+def _sections(text, want):
+    """(start, end) offsets in smaps ``text`` of the VMAs overlapping the
+    [lo, hi) ranges in ``want``. Ranges that begin a VMA (guest RAM blocks
+    do) are found by a plain substring search; otherwise every header is
+    scanned (a QEMU smaps has thousands of lines)."""
+    out = []
+    for lo, hi in want:
+        head = '%08x-' % lo
+        pos = 0 if text.startswith(head) else text.find('\n' + head) + 1
+        if pos <= 0 and not text.startswith(head):
+            break
+        m = _SMAPS_VMA.match(text, pos)
+        if not m or int(m.group(2), 16) < hi:
+            break       # the range spans several VMAs: scan them all
+        nxt = _SMAPS_VMA.search(text, m.end())     # a few lines on
+        out.append((m.end(), nxt.start() if nxt else len(text)))
+    else:
+        return out
+    heads = list(_SMAPS_VMA.finditer(text))
+    out = []
+    for i, m in enumerate(heads):
+        s, e = int(m.group(1), 16), int(m.group(2), 16)
+        if any(s < hi and lo < e for lo, hi in want):
+            out.append((m.end(), heads[i + 1].start() if i + 1 < len(heads)
+                        else len(text)))
+    return out
+
+
 def smaps_huge(pid, ranges, proc='/proc'):
     """Huge-page bytes backing the given host ranges.
 
@@ -92,15 +120,8 @@ def smaps_huge(pid, ranges, proc='/proc'):
            'rss': 0, 'kernel_page': 0}
     with open('%s/%d/smaps' % (proc, pid)) as f:
         text = f.read()
-    # One C-level scan for the VMA headers; only the guest RAM VMAs'
-    # sections are looked into (a QEMU smaps has thousands of lines).
-    heads = list(_SMAPS_VMA.finditer(text))
-    for i, m in enumerate(heads):
-        s, e = int(m.group(1), 16), int(m.group(2), 16)
-        if not any(s < hi and lo < e for lo, hi in want):
-            continue
-        stop = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        for key, kb in _SMAPS_KEYS.findall(text, m.end(), stop):
+    for start, stop in _sections(text, want):
+        for key, kb in _SMAPS_KEYS.findall(text, start, stop):
             b = int(kb) * 1024
             if key == 'AnonHugePages':
                 res['anon_huge'] += b

@@ -99,3 +99,12 @@ def test_topology_and_dvmbm(tmp_path):
         'enabled': True, 'source': 'kernel command line'}
     write(s + '/module/kvm/parameters/dvmbm_enabled', 'N\n')
     assert topology.dvmbm(s, s, kmsg_lines=[])['enabled'] is False
+
+
+def test_smaps_ranges_not_starting_a_vma(tmp_path):
+    write(str(tmp_path / '7/smaps'), SMAPS)
+    # inside the first VMA, and one spanning the 2nd and 3rd: full scan
+    res = proc.smaps_huge(7, [(0x7f0000200000, 2 << 20)], str(tmp_path))
+    assert res['anon_huge'] == 126 << 20
+    res = proc.smaps_huge(7, [(0x7f0010000000, 0x30200000)], str(tmp_path))
+    assert (res['hugetlb'], res['anon_huge']) == (128 << 20, 2 << 20)
