@@ -36,13 +36,16 @@ def tagged_xml(node, plain_xml, specs):
 
 
 def start_vm(node, name, payload, specs=None, mem_mib=256, vcpus=1,
-             pattern='seq', memfd=False, env=None):
-    """Define and start a payload domain; specs=None: untagged. Returns
-    the XML given to libvirt."""
+             pattern='seq', memfd=False, env=None, edit=None):
+    """Define and start a payload domain; specs=None: untagged. ``edit``:
+    a function applied to the final XML. Returns the XML given to
+    libvirt."""
     plain = guestxml.payload_domain(name, payload, serial_log(name),
                                     mem_mib=mem_mib, vcpus=vcpus,
                                     pattern=pattern, memfd=memfd, env=env)
     xml = tagged_xml(node, plain, specs) if specs else plain
+    if edit:
+        xml = edit(xml)
     path = '/tmp/%s.xml' % name
     node.write_file(path, xml)
     node.check('virsh -q define %s && virsh -q start %s' % (path, name),
