@@ -70,14 +70,21 @@ class Range:
         return (self.hva - self.gpa) % page_size
 
 
-def parse_maps(text):
+_RW_RE = re.compile(r'^[0-9a-f]+-[0-9a-f]+ rw.*$', re.M)
+
+
+def parse_maps(text, writable_only=False):
+    """``/proc/<pid>/maps`` text -> [Vma]; ``writable_only`` keeps the
+    ``rw`` mappings (guest RAM is one), skipping most of a QEMU's map."""
+    if writable_only:
+        text = '\n'.join(_RW_RE.findall(text))
     return [Vma(int(m['start'], 16), int(m['end'], 16), m['perms'],
                 m['path'].strip()) for m in _MAPS_RE.finditer(text)]
 
 
-def read_maps(pid, proc='/proc'):
+def read_maps(pid, proc='/proc', writable_only=False):
     with open('%s/%d/maps' % (proc, pid)) as f:
-        return parse_maps(f.read())
+        return parse_maps(f.read(), writable_only)
 
 
 def blocks_for(dom):
@@ -186,6 +193,6 @@ def ranges_for(blocks, machine_ranges):
 def guest_ram(dom, pid, proc='/proc', vmas=None):
     """(blocks, ranges) of a running domain; ValueError when unknown."""
     blocks = blocks_for(dom)
-    locate(blocks, read_maps(pid, proc) if vmas is None else vmas)
+    locate(blocks, read_maps(pid, proc, True) if vmas is None else vmas)
     return blocks, ranges_for(
         blocks, machine_map(dom.machine, dom.arch, dom.memory))

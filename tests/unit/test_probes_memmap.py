@@ -51,6 +51,9 @@ def dom(cells, machine='pc', hugepages=False):
 def test_locate_by_size_and_name():
     vmas = memmap.parse_maps(MAPS)
     assert vmas[1].size == 129 * MiB
+    rw = memmap.parse_maps(MAPS, writable_only=True)
+    assert [v.perms for v in rw] == ['rw-p', 'rw-p', 'rw-p', 'rw-s',
+                                     'rw-p']
     blocks, ranges = memmap.guest_ram(dom([129, 127]), 1, vmas=vmas)
     assert [(b.id, hex(b.hva), b.ambiguous) for b in blocks] == [
         ('ram-node0', '0x7f0000000000', False),
