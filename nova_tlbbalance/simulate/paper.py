@@ -28,7 +28,7 @@ CONTROLLER = 'vm-both-thp-controller'
 TARGET_RATIO = 0.69
 # mcf-like runs: about one simulated minute each on GS464V
 DEFAULT_ACCESSES = 300000000
-SUMMARY_KEYS = ('name', 'refills_huge', 'refills_small', 'est_time_s',
+SUMMARY_KEYS = ('name', 'model', 'refills_huge', 'refills_small', 'est_time_s',
                 'refills_per_s', 'refills_huge_per_s', 'refills_small_per_s',
                 'huge_pages', 'huge_limit', 'total_pages', 'splits',
                 'restores', 'first_change_s', 'converged_s', 'reversals',
@@ -109,6 +109,7 @@ def table(summary):
                      '%.3f' % c['est_time_s'],
                      '%.3f' % (c['est_time_s'] / both['est_time_s'])
                      if both else '-',
+                     '-' if c['model'] == 'native' else
                      '%s/%s' % (c['huge_pages'], c['huge_limit'])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ['machine %s, workload %s' % (summary['machine'],
