@@ -26,6 +26,7 @@ static void usage(FILE *f)
 "                  [--controller off|monitor|balance] [--param NAME=VALUE]\n"
 "                  [--accesses N] [--seconds S]\n"
 "                  [--split-order low|high|random] [--series FILE.csv]\n"
+"                  [--access-ns NS] [--refill-ns NS] (override the machine)\n"
 "       tlbsim presets | preset NAME | version\n"
 "       tlbsim lackey2trace [--max N] [--instr] < lackey.log > out.trc\n"
 "       tlbsim trace-info FILE\n"
@@ -86,6 +87,8 @@ static int cmd_run(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "split-order", required_argument, NULL, 'S' },
 		{ "series", required_argument, NULL, 'T' },
+		{ "access-ns", required_argument, NULL, 'A' },
+		{ "refill-ns", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *machine = "gs464v", *workload = "mcf", *series = NULL;
@@ -93,7 +96,7 @@ static int cmd_run(int argc, char **argv)
 	const char *params[64];
 	int nparams = 0, thp1 = 1, thp2 = 1, opt, i, rc = 1;
 	u64 accesses = 0, hva = 0;
-	double seconds = 0;
+	double seconds = 0, access_ns = 0, refill_ns = -1;
 	struct tlbs_machine m;
 	struct tlbs_workload w;
 	struct tlbs_run r;
@@ -143,6 +146,23 @@ static int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'A':
+		case 'R': {
+			double v = strtod(optarg, &end);
+
+			if (*end || !*optarg || v < 0 || (opt == 'A' && !v)) {
+				fprintf(stderr, "tlbsim: --%s '%s': need a "
+					"number of ns%s\n", opt == 'A' ?
+					"access-ns" : "refill-ns", optarg,
+					opt == 'A' ? " > 0" : " >= 0");
+				return 2;
+			}
+			if (opt == 'A')
+				access_ns = v;
+			else
+				refill_ns = v;
+			break;
+		}
 		case 'S': split = optarg; break;
 		case 'T': series = optarg; break;
 		default:
@@ -159,6 +179,10 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "tlbsim: %s\n", err);
 		return 2;
 	}
+	if (access_ns > 0)
+		m.access_ns = access_ns;	/* 1 / access rate */
+	if (refill_ns >= 0)
+		m.refill_ns = refill_ns;
 	if (tlbs_workload_parse(&w, workload, m.huge_shift, err,
 				sizeof(err))) {
 		fprintf(stderr, "tlbsim: %s\n", err);

@@ -203,7 +203,7 @@ void tlbs_run_json(const struct tlbs_run *r, FILE *f)
 	fprintf(f, "\"thp_guest\": %s, \"thp_host\": %s, "
 		"\"hva_offset\": %llu, \"controller\": \"%s\", "
 		"\"split_order\": \"%s\", ",
-		r->thp1 ? "true" : "false", r->thp2 ? "true" : "false",
+		r->thp1 ? "true" : "false", r->u.thp2 ? "true" : "false",
 		(unsigned long long)r->hva_offset, ctrl_names[r->ctrl],
 		split_name(r->split_order));
 	fprintf(f, "\"accesses\": %llu, \"est_time_s\": %.6f, ",

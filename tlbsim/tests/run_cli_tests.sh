@@ -33,6 +33,14 @@ expect_error "param imbalance_threshold=0" run --param imbalance_threshold=0
 expect_error "param bogus: unknown" run --param bogus=1
 expect_error "--split-order 'middle'" run --split-order middle
 expect_error "unexpected argument 'extra'" run extra
+expect_error "--access-ns '0'" run --access-ns 0
+expect_error "--refill-ns 'x'" run --refill-ns x
+# the cost model: 1000 accesses of 64 B cover 4 base pages (1 MiB is less
+# than a huge page): 1000 x 2 ns + 4 refills x 1000 ns = 6 us
+out=$("$B" run --workload seq:size=1M --accesses 1000 --model native \
+	--access-ns 2 --refill-ns 1000)
+if [[ $out == *'"est_time_s": 0.000006,'* ]]; then ok; else
+	bad "cost model override: $out"; fi
 
 geo=$(mktemp)
 printf 'name broken\nbase_page 16K\nhuge_page 32M\ngroup V entries=64 ways=3 sizes=huge\n' > "$geo"
