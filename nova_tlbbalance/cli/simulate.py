@@ -40,6 +40,11 @@ def register(sub):
                    help='accesses to simulate (e.g. 3e8)')
     p.add_argument('--seconds', type=float,
                    help='simulated seconds to run instead')
+    p.add_argument('--access-ns', type=float,
+                   help='time of one access in ns, i.e. 1 / access rate '
+                        '(default: the machine\'s)')
+    p.add_argument('--refill-ns', type=float,
+                   help='cost of one refill in ns (default: the machine\'s)')
     p.add_argument('--split-order', choices=engine.SPLIT_ORDERS,
                    help='which host huge pages the limiter splits '
                         '(default high: as tlbb_thp.c)')
@@ -94,7 +99,9 @@ def _paper(args, params):
         accesses = paper.DEFAULT_ACCESSES
     results = paper.run_all(machine=args.machine, workload=args.workload,
                             accesses=accesses, params=params,
-                            split_order=args.split_order, jobs=args.jobs)
+                            split_order=args.split_order, jobs=args.jobs,
+                            access_ns=args.access_ns,
+                            refill_ns=args.refill_ns)
     summary = paper.summarize(results, args.machine, args.workload)
     if args.csv:
         with open(args.csv, 'w', newline='') as f:
@@ -117,7 +124,8 @@ def _one(args, params):
                         hva_offset=args.hva_offset)
     result = engine.run(cfg, machine=args.machine, workload=args.workload,
                         accesses=args.accesses, seconds=args.seconds,
-                        params=params, split_order=args.split_order)
+                        params=params, split_order=args.split_order,
+                        access_ns=args.access_ns, refill_ns=args.refill_ns)
     series = result.pop('series')
     if args.csv:
         with open(args.csv, 'w', newline='') as f:

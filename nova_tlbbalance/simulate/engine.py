@@ -114,8 +114,12 @@ def read_series(path):
 
 def run(config, machine='gs464v', workload='mcf', accesses=None,
         seconds=None, params=(), split_order=None, series=True,
-        tlbsim=None):
-    """Run one configuration; the summary dict (plus ``series``)."""
+        tlbsim=None, access_ns=None, refill_ns=None):
+    """Run one configuration; the summary dict (plus ``series``).
+
+    ``access_ns``/``refill_ns`` override the machine's cost model (the
+    access rate is 1 / access_ns).
+    """
     cmd = [tlbsim or binary(), 'run', '--machine', machine,
            '--workload', workload] + config.args()
     if accesses:
@@ -126,6 +130,10 @@ def run(config, machine='gs464v', workload='mcf', accesses=None,
         cmd += ['--param', '%s=%d' % (name, value)]
     if split_order:
         cmd += ['--split-order', split_order]
+    if access_ns:
+        cmd += ['--access-ns', repr(float(access_ns))]
+    if refill_ns is not None:
+        cmd += ['--refill-ns', repr(float(refill_ns))]
     with tempfile.TemporaryDirectory(prefix='tlbsim-') as tmp:
         path = os.path.join(tmp, 'series.csv')
         if series:

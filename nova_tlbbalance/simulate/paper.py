@@ -36,14 +36,16 @@ SUMMARY_KEYS = ('name', 'model', 'refills_huge', 'refills_small', 'est_time_s',
 
 
 def run_all(machine='gs464v', workload='mcf', accesses=DEFAULT_ACCESSES,
-            params=(), split_order=None, jobs=2, configs=CONFIGS):
+            params=(), split_order=None, jobs=2, configs=CONFIGS,
+            access_ns=None, refill_ns=None):
     """Run ``configs`` (in parallel up to ``jobs``); results in order."""
     tlbsim = engine.binary()
 
     def one(cfg):
         return engine.run(cfg, machine=machine, workload=workload,
                           accesses=accesses, params=params,
-                          split_order=split_order, tlbsim=tlbsim)
+                          split_order=split_order, tlbsim=tlbsim,
+                          access_ns=access_ns, refill_ns=refill_ns)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         return list(ex.map(one, configs))
