@@ -14,7 +14,8 @@
  *  - the checksum of the whole range never changes;
  *  - with khugepaged scanning every 10 ms, no huge page comes back in 10 s;
  *  - the load moves to the small group: N_hl rises back to 64 and the huge
- *    pages return (khugepaged re-forms them once the hold is lifted).
+ *    pages return (khugepaged re-forms them once the hold is lifted);
+ *  - monitor mode never limits; mode off and rmdir lift a limit at once.
  *
  * Shortened for test speed (the paper's defaults are 100 ms and 10 s):
  * interval_ms = 50, sustain_ms = 500. samples = 3 and the imbalance
@@ -246,6 +247,66 @@ static void raise_back(uint64_t sum0)
 	       "checksum unchanged after the huge pages returned");
 }
 
+static long wait_huge(long want, unsigned int ms)
+{
+	unsigned int t;
+	long huge = -1;
+
+	for (t = 0; t <= ms; t += 20) {
+		huge = smaps_huge();
+		if (huge == want)
+			break;
+		msleep(20);
+	}
+	return huge;
+}
+
+/*
+ * Phase 4: monitor mode never limits; leaving balance (mode off) and rmdir
+ * lift the limit at once. Fast settings: no sustain, one sample per
+ * decision, the whole VM in one step, floor 0.
+ */
+static void leave(uint64_t sum0)
+{
+	int err;
+	long huge;
+
+	err = tlbb_set(VM, "mode", "off\n");
+	err = err ?: tlbb_set(VM, "interval_ms", "20\n");
+	err = err ?: tlbb_set(VM, "sustain_ms", "0\n");
+	err = err ?: tlbb_set(VM, "samples", "1\n");
+	err = err ?: tlbb_set(VM, "floor_pages", "0\n");
+	err = err ?: tlbb_set(VM, "step_pages", "%d\n", PAGES);
+	err = err ?: tlbb_inject(VM, MCF_HUGE, MCF_SMALL);
+	err = err ?: tlbb_set(VM, "mode", "monitor\n");
+	tap_require(!err, "fast settings, monitor mode: %s", strerror(-err));
+	msleep(1000);
+	tap_ok(tlbb_get_u64(VM, "huge_limit") == PAGES &&
+	       smaps_huge() == PAGES && region_nohuge() == 0,
+	       "monitor mode under mcf load: limit, huge pages and flags untouched");
+
+	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
+	huge = wait_huge(0, 5000);
+	tap_ok(huge == 0 && region_nohuge() == 1,
+	       "balance, floor 0: every huge page split, VMA held (%ld)", huge);
+	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_ok(region_nohuge() == 0, "mode off lifts VM_NOHUGEPAGE at once");
+	huge = wait_huge(PAGES, 20000);
+	tap_ok(huge == PAGES, "huge pages return after mode off (%ld)", huge);
+
+	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance again");
+	huge = wait_huge(0, 5000);
+	tap_ok(huge == 0 && region_nohuge() == 1,
+	       "balance again: all split, held (%ld)", huge);
+	tap_ok(!tlbb_inject_off(VM) && !tlbb_vm_remove(VM),
+	       "rmdir while the limit holds");
+	tap_ok(region_nohuge() == 0, "rmdir lifts VM_NOHUGEPAGE");
+	huge = wait_huge(PAGES, 20000);
+	tap_ok(huge == PAGES, "huge pages return after rmdir (%ld)", huge);
+	tap_ok(thp_checksum(region, len) == sum0,
+	       "checksum unchanged after all of it");
+}
+
 int main(void)
 {
 	uint64_t sum0;
@@ -262,8 +323,7 @@ int main(void)
 	tap_diag("final state %s, splits %llu, restores %llu", st,
 		 (unsigned long long)tlbb_get_u64(VM, "splits"),
 		 (unsigned long long)tlbb_get_u64(VM, "restores"));
-	tap_ok(!tlbb_inject_off(VM) && !tlbb_set(VM, "mode", "off\n") &&
-	       !tlbb_vm_remove(VM), "inject off, mode off, rmdir");
+	leave(sum0);
 	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10000");
 	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "60000");
 	return tap_done();
