@@ -25,6 +25,8 @@
 #   TLBB_GUEST_DIR      where the t_* tests are (default tests/guest;
 #                       harness-selftest.sh points it at failing tests)
 #   TLBB_NO_MODULE=1    do not build or load tlbbalance.ko
+#   TLBB_REBUILD=1      rebuild the module even if the same sources were
+#                       built for that kernel before (cached by content hash)
 #   TLBB_HARNESS_SELFTEST=0  skip harness-selftest.sh (run after the
 #                       kernels, on the first line: ~60 s; it shows that
 #                       failures, panics and hangs make this script fail)
@@ -49,6 +51,7 @@ test_timeout=${TLBB_TEST_TIMEOUT:-240}
 boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
 mem=${TLBB_QEMU_MEM:-2G}
 smp=${TLBB_QEMU_SMP:-2}
+cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
 CC=${CC:-gcc}
 CFLAGS="-static -O2 -g -Wall -Wextra -Werror -std=gnu11"
 
@@ -120,9 +123,26 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	# A private copy per kernel so 6.1 and 6.12 objects never mix.
-	tar -C "$kmod" --exclude=./tests --exclude='*.o' --exclude='*.ko' \
-		--exclude='.*.cmd' -cf - . | tar -C "$dir" -xf -
-	if ! make -C "$dir" KDIR="$kdir/headers" W=1 >"$log" 2>&1; then
+	tar -C "$kmod" --exclude=./tests --exclude=./core/build \
+		--exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
+		--exclude='*.mod.c' --exclude='.*.cmd' --exclude=modules.order \
+		--exclude=Module.symvers --sort=name --mtime=@0 --owner=0 \
+		--group=0 -cf "$dir.tar" . &&
+		tar -C "$dir" -xf "$dir.tar" || return 1
+	# Same sources, kernel and compiler as an earlier run: reuse its
+	# module and build log (~/.cache/nova-tlbbalance/kmod-builds).
+	local key cached t0
+	key=$( (cat "$dir.tar"; cat "$kdir/abi"; $CC --version) |
+		sha256sum | cut -c1-16)
+	rm -f "$dir.tar"
+	cached=$cache/kmod-builds/$(cat "$kdir/abi")/$key
+	t0=$(date +%s)
+	if [ -f "$cached/tlbbalance.ko" ] && [ -z "${TLBB_REBUILD:-}" ]; then
+		cp "$cached/tlbbalance.ko" "$dir/" &&
+			cp "$cached/build.log" "$log" || return 1
+		say "tlbbalance.ko unchanged since an earlier build: reused ($cached)"
+	elif ! make -C "$dir" -j"$(nproc)" KDIR="$kdir/headers" W=1 \
+		>"$log" 2>&1; then
 		tail -n 40 "$log"
 		say "not ok - module build failed for $(cat "$kdir/abi") ($log)"
 		return 1
@@ -136,13 +156,21 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 		say "not ok - make succeeded but built no tlbbalance.ko"
 		return 1
 	fi
-	say "ok - tlbbalance.ko built with W=1, no warnings"
+	if [ ! -f "$cached/tlbbalance.ko" ]; then
+		# shellcheck disable=SC2012
+		ls -1dt "$(dirname "$cached")"/* 2>/dev/null | tail -n +4 |
+			while read -r old; do rm -rf "$old"; done
+		mkdir -p "$cached" && cp "$ko" "$cached/tlbbalance.ko.tmp" &&
+			cp "$log" "$cached/build.log" &&
+			mv "$cached/tlbbalance.ko.tmp" "$cached/tlbbalance.ko"
+	fi
+	say "ok - tlbbalance.ko built with W=1, no warnings ($(($(date +%s) - t0)) s)"
 	return 0
 }
 
 # --- one kernel ------------------------------------------------------------
 run_kernel() {	# line
-	local line=$1 kdir abi dir t0 status pass=0 fail=0 summary
+	local line=$1 kdir abi dir t0 tb status pass=0 fail=0 summary
 	t0=$(date +%s)
 	kdir=$("$top/tools/kernels/fetch.sh" "$line") || {
 		say "not ok - fetch kernel $line"
@@ -169,6 +197,7 @@ run_kernel() {	# line
 		return
 	fi
 	say "booting $abi under QEMU TCG (-cpu max, $mem, $smp cpus)"
+	tb=$(date +%s)
 	# PVH boot of the ELF vmlinux; the guest ends QEMU via isa-debug-exit.
 	timeout -k 10 "$boot_timeout" qemu-system-x86_64 \
 		-accel tcg -cpu max -m "$mem" -smp "$smp" \
@@ -184,6 +213,7 @@ run_kernel() {	# line
 		fi
 	status=${PIPESTATUS[0]}
 	rm -f "$dir/initramfs.cpio"
+	say "$line: QEMU ran $(($(date +%s) - tb)) s (boot, tests, power-off)"
 	[ "$status" = 124 ] && say "not ok - $abi: no result within ${boot_timeout}s (hang)"
 	summary=$(python3 "$here/check-log.py" "$dir/console.log" "$line" "$status")
 	# Its own count line is folded into ours below: print the rest.
