@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -342,6 +343,39 @@ static void test_capability(void)
 	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/*
+ * A pid that is not ours to name: from inside a new pid namespace the
+ * registered process is invisible. Writing its (host) number is ESRCH, and
+ * the pid attribute reads 0 there.
+ */
+static void test_pidns(void)
+{
+	pid_t p = fork();
+	int status;
+
+	if (!p) {
+		pid_t gc;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(98);
+		gc = fork();
+		if (!gc) {
+			int n = 0;
+
+			n += tlbb_set(VM, "pid", "%d\n", child) != -ESRCH;
+			n += tlbb_get_u64(VM, "pid") != 0;
+			_exit(n);
+		}
+		waitpid(gc, &status, 0);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 97);
+	}
+	waitpid(p, &status, 0);
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+	       !bad("pid", "\n", EINVAL),
+	       "from another pid namespace: the process is invisible (ESRCH, pid reads 0), nothing changed (%d)",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* 10 000 random writes: success, or failure with no change at all. */
 static void test_random(void)
 {
@@ -424,6 +458,7 @@ int main(void)
 	test_names();
 	test_inject();
 	test_capability();
+	test_pidns();
 	test_busy();
 	test_random();
 
