@@ -53,16 +53,6 @@ def interesting(st):
     return '\n'.join('%-15s %s' % (k, st.get(k, '?')) for k in keys)
 
 
-def run_phase(node, rows, secs_max, until, chunk=6):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < secs_max:
-        got = scenario.sample(node, VM, chunk, every=0.5)
-        rows += got
-        if got and until(got[-1]):
-            return True
-    return False
-
-
 def plot(rows, phases, path):
     import matplotlib
     matplotlib.use('Agg')
@@ -70,9 +60,15 @@ def plot(rows, phases, path):
 
     t0 = rows[0]['ts']
     t = [r['ts'] - t0 for r in rows]
+    nan = float('nan')
 
     def col(key, scale=1.0):
-        return [float(r.get(key, 'nan')) * scale for r in rows]
+        # A gap in the sampling (node busy) is drawn as a gap.
+        out = []
+        for i, r in enumerate(rows):
+            gap = i and t[i] - t[i - 1] > 3
+            out.append(nan if gap else float(r.get(key, nan)) * scale)
+        return out
 
     total = float(rows[0].get('total_pages') or 1)
     fig, ax = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
@@ -153,15 +149,15 @@ def main(argv=None):
               'The controller,\n   !! the limiter and the stage-2 mappings '
               'are real.' % HUGE_LOAD, flush=True)
         t = time.monotonic()
-        rows = scenario.sample(node, VM, 3, every=0.5)
+        # Sampled in the background in the node, every 0.5 s, from here on.
+        scenario.start_sampler(node, VM, every=0.5)
+        time.sleep(3)
         phases = []
-        start = time.time()
-        scenario.inject(node, VM, *HUGE_LOAD)
-        reached = run_phase(node, rows, 120, lambda r: (
+        start = scenario.inject(node, VM, *HUGE_LOAD)
+        reached = scenario.wait_sample(node, VM, lambda r: (
             int(r.get('huge_limit', -1)) == FLOOR and
-            r.get('pages_2m', 1 << 30) <= FLOOR))
-        phases.append((start, time.time(), 'huge TLB thrashed'))
-        show('N_hl reached the floor (%d): %s' % (FLOOR, reached))
+            r.get('pages_2m', 1 << 30) <= FLOOR), 180)
+        show('N_hl reached the floor (%d): %s' % (FLOOR, bool(reached)))
 
         banner('5. tlbbalance status, after the controller acted')
         show(node.check('tlbbalance status'))
@@ -170,14 +166,17 @@ def main(argv=None):
              % scenario.query_stats(node, VM))
 
         banner('6. the load moves to the small TLB: the limit comes back')
-        start = time.time()
-        scenario.inject(node, VM, *SMALL_LOAD)
-        run_phase(node, rows, 60, lambda r: int(
-            r.get('huge_limit', 0)) == int(r.get('total_pages', -1)) and
-            r.get('pages_2m', 0) >= int(r['total_pages']) // 2)
-        phases.append((start, time.time(), 'small TLB loaded'))
-        scenario.inject_off(node, VM)
-        rows += scenario.sample(node, VM, 3, every=0.5)
+        end = start
+        start = scenario.inject(node, VM, *SMALL_LOAD)
+        phases.append((end, start, 'huge TLB thrashed'))
+        back = scenario.wait_sample(node, VM, lambda r: (
+            int(r.get('huge_limit', 0)) == int(r.get('total_pages', -1)) and
+            r.get('pages_2m', 0) >= int(r['total_pages']) * 9 // 10), 180)
+        phases.append((start, scenario.inject_off(node, VM),
+                       'small TLB loaded'))
+        show('N_hl back to all of the VM, pages_2m >= 90 %%: %s' % bool(back))
+        time.sleep(3)
+        rows = scenario.stop_sampler(node, VM)
         show(interesting(scenario.module_status(node, VM)))
         show('QMP query-stats: pages_2m=%(pages_2m)d pages_4k=%(pages_4k)d'
              % scenario.query_stats(node, VM))
@@ -190,7 +189,8 @@ def main(argv=None):
             't(s)', 'state', 'N_hl', 'N_hc', 'pages_2m', 'refills_h',
             'refills_s'))
         t0 = rows[0]['ts']
-        for r in rows[::4]:
+        step = max(1, len(rows) // 40)
+        for r in rows[::step]:
             print('   %6.1f %-10s %6s %6s %8s %10s %10s' % (
                 r['ts'] - t0, r.get('state'), r.get('huge_limit'),
                 r.get('huge_pages'), r.get('pages_2m'),

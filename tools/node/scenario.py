@@ -108,11 +108,15 @@ def module_status(node, vm):
 
 
 def inject(node, vm, huge_per_s, small_per_s):
-    node.check('echo %s %d %d > %s' % (vm, huge_per_s, small_per_s, INJECT))
+    """Feed constant refill rates; returns the node's clock (time.time())
+    when it was done, to mark phases on the samples' time line."""
+    return float(node.check('echo %s %d %d > %s && date +%%s.%%N' % (
+        vm, huge_per_s, small_per_s, INJECT)))
 
 
 def inject_off(node, vm):
-    node.check('echo %s off > %s' % (vm, INJECT))
+    return float(node.check('echo %s off > %s && date +%%s.%%N'
+                            % (vm, INJECT)))
 
 
 SAMPLER = r'''
@@ -139,6 +143,39 @@ while time.monotonic() - t0 < secs:
     print(json.dumps(row), flush=True)
     time.sleep(every)
 '''
+
+
+def start_sampler(node, vm, every=0.5):
+    """Sample in the background inside the node (while other commands
+    run) into /tmp/samples-<vm>.jsonl; stop_sampler() returns the rows."""
+    node.write_file('/tmp/tlbb-sampler.py', SAMPLER)
+    node.check('nohup /usr/bin/python3 /tmp/tlbb-sampler.py %s 86400 %s '
+               '>/tmp/samples-%s.jsonl 2>/tmp/samples-%s.err '
+               '</dev/null & echo $! >/tmp/samples-%s.pid'
+               % (vm, every, vm, vm, vm))
+
+
+def last_sample(node, vm):
+    out = node.run('tail -n 1 /tmp/samples-%s.jsonl' % vm).stdout.strip()
+    return json.loads(out) if out else {}
+
+
+def wait_sample(node, vm, cond, timeout):
+    """Wait until the latest background sample satisfies cond."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = last_sample(node, vm)
+        if row and cond(row):
+            return row
+        time.sleep(1)
+    return None
+
+
+def stop_sampler(node, vm):
+    node.run('kill $(cat /tmp/samples-%s.pid)' % vm)
+    out = node.check('cat /tmp/samples-%s.jsonl' % vm)
+    return [json.loads(ln) for ln in out.splitlines()
+            if ln.strip().startswith('{')]
 
 
 def sample(node, vm, secs, every=0.5):
