@@ -199,7 +199,7 @@ static int parse_double(const char *s, double *out)
 int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 		       const char *origin, char *err, size_t errlen)
 {
-	char *copy = strdup(text), *line, *save;
+	char *copy = strdup(text), *line, *next;
 	int ln = 0, rc = 0, s;
 	u32 c, i;
 	u64 v;
@@ -208,11 +208,13 @@ int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 	m->two_stage = TLBS_VZ;
 	if (!copy)
 		return fail(err, errlen, origin, 0, "out of memory");
-	for (line = strtok_r(copy, "\n", &save); line && !rc;
-	     line = strtok_r(NULL, "\n", &save)) {
+	for (line = copy; line && !rc; line = next) {
 		char *key, *args, *p;
 
-		ln++;	/* strtok_r skips empty lines: numbers are approximate */
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		ln++;
 		p = strchr(line, '#');
 		if (p)
 			*p = 0;

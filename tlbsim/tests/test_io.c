@@ -81,6 +81,9 @@ static void test_geometry_errors(void)
 		     "access_ns 1\n", "'name' missing");
 	snprintf(buf, sizeof(buf), "%sfrobnicate 3\n", ok);
 	bad_geometry(buf, "unknown key 'frobnicate'");
+	/* the line number counts blank and comment lines */
+	bad_geometry("# a comment\n\nname x\n\nbogus 1\n",
+		     "geo:5: unknown key 'bogus'");
 	bad_geometry("name x\nbase_page 5K\n", "base_page '5K'");
 	bad_geometry("name x\nbase_page 4K\nhuge_page 2M\n"
 		     "group T entries=60 ways=8 sizes=base\n", "group T");
