@@ -244,6 +244,10 @@ int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
 	if (!pid)
 		goto out;
 
+	/*
+	 * Registration fails only on -ENOMEM or a signal (-EINTR); the old
+	 * process is let go already then, and pid reads 0.
+	 */
 	memset(&vm->mn, 0, sizeof(vm->mn));
 	vm->mn.ops = &tlbb_mn_ops;
 	ret = mmu_notifier_register(&vm->mn, mm);
