@@ -67,6 +67,8 @@ def table(host, reps):
     for rep in reps:
         for e in rep.get('errors', []):
             lines.append('%s: %s' % (rep['name'], e))
+        for n in rep.get('notes', []):
+            lines.append('%s: note: %s' % (rep['name'], n))
     return '\n'.join(lines)
 
 

@@ -85,13 +85,39 @@ def vm_report(name, xml, host, roots, client, monitor=None):
     return rep
 
 
+def _from_monitor(dom, monitor):
+    """(blocks, ranges) with each block's HVA asked of QEMU (gpa2hva of
+    its first byte): for RAM /proc/<pid>/maps cannot place."""
+    blocks = memmap.blocks_for(dom)
+    mm = memmap.machine_map(dom.machine, dom.arch, dom.memory)
+    for b in blocks:
+        for space_off, length, gpa in mm:
+            if space_off <= b.offset < space_off + length:
+                got = monitor.gpa2hva(gpa + b.offset - space_off)
+                if got is None:
+                    raise ValueError('gpa2hva gave no address for %s' % b.id)
+                b.hva = got[0]
+                break
+    return blocks, memmap.ranges_for(blocks, mm)
+
+
 def _memory(rep, dom, pid, host, roots, monitor):
+    rep['notes'] = []
     try:
         blocks, ranges = memmap.guest_ram(dom, pid, roots.proc)
     except (ValueError, OSError) as exc:
-        rep['errors'].append('guest RAM: %s' % exc)
-        rep['ranges'] = []
-        return
+        if monitor is None:
+            rep['errors'].append('guest RAM: %s' % exc)
+            rep['ranges'] = []
+            return
+        try:
+            blocks, ranges = _from_monitor(dom, monitor)
+        except Exception as exc2:
+            rep['errors'].append('guest RAM: %s; gpa2hva: %s' % (exc, exc2))
+            rep['ranges'] = []
+            return
+        # the hook (no monitor access) could not place this RAM either
+        rep['notes'].append('guest RAM placed by gpa2hva only: %s' % exc)
     if dom.uses_hugetlbfs:
         page = max([s for s, _ in dom.hugepages if s] or
                    [proc.default_hugepage_size(roots.proc)])

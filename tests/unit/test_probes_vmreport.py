@@ -111,3 +111,21 @@ def test_registered_pid_mismatch_and_no_module(tmp_path):
     assert rep['module'] == {'registered': False,
                              'reason': 'module not loaded'}
     assert modclient.Client(roots.configfs).present() is False
+
+
+def test_ram_maps_cannot_place_is_asked_of_qemu(tmp_path):
+    roots = tree(tmp_path)
+    # the guest RAM mapping is 4 KiB larger than the block: no exact match
+    write('%s/%d/maps' % (roots.proc, PID), '%x-%x rw-s 00000000 00:01 9 '
+          '/memfd:x (deleted)\n' % (HVA, HVA + 64 * MiB + 4096))
+    _, (rep,) = vmreport.collect(
+        roots, conn=FakeConn(XML % cpus(), HVA + 0x1000))
+    assert rep['errors'] == []
+    assert rep['notes'][0].startswith('guest RAM placed by gpa2hva only')
+    r = rep['ranges'][0]
+    assert r['hva'] == r['gpa2hva'] == HVA + 0x1000
+    assert r['misalignment'] == 0x1000 and rep['aligned'] is False
+    roots.configfs = None
+    _, (rep,) = vmreport.collect(roots, monitor=False,
+                                 conn=FakeConn(XML % cpus(), HVA))
+    assert 'no mapping of that size' in rep['errors'][0]
