@@ -17,6 +17,8 @@
 #                       "tlbb-test-timeout: N" (default 240)
 #   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480)
 #   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2)
+#   TLBB_JOBS=2         test the kernels in parallel (default 1: one QEMU at
+#                       a time; use 2 only on a machine of your own)
 #   TLBB_VERBOSE=1      echo the whole console, not just the test lines
 #   TLBB_OUT            output dir (default: a fresh
 #                       <repo>/out/kmod/run-<time>-<pid>, linked from
@@ -51,6 +53,7 @@ test_timeout=${TLBB_TEST_TIMEOUT:-240}
 boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
 mem=${TLBB_QEMU_MEM:-2G}
 smp=${TLBB_QEMU_SMP:-2}
+jobs=${TLBB_JOBS:-1}
 cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
 CC=${CC:-gcc}
 CFLAGS="-static -O2 -g -Wall -Wextra -Werror -std=gnu11"
@@ -169,13 +172,17 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 }
 
 # --- one kernel ------------------------------------------------------------
+# A kernel's verdict, in a file: run_kernel may run in a background job.
+record() {	# line, passed, failed, note
+	echo "$2 $3 $1: $2 passed, $3 failed ($4)" >"$out/.result-$1"
+}
+
 run_kernel() {	# line
 	local line=$1 kdir abi dir t0 tb status pass=0 fail=0 summary
 	t0=$(date +%s)
 	kdir=$("$top/tools/kernels/fetch.sh" "$line") || {
 		say "not ok - fetch kernel $line"
-		results+=("$line: 0 passed, 1 failed (kernel fetch failed)")
-		total_fail=$((total_fail + 1))
+		record "$line" 0 1 "kernel fetch failed"
 		return
 	}
 	abi=$(cat "$kdir/abi")
@@ -191,9 +198,7 @@ run_kernel() {	# line
 	if ! "$here/mkinitramfs.sh" "$kdir" "$dir/initramfs.cpio" \
 		"$out/tests" "$ko"; then
 		say "not ok - initramfs for $abi"
-		results+=("$line: $pass passed, $((fail + 1)) failed ($abi)")
-		total_pass=$((total_pass + pass))
-		total_fail=$((total_fail + fail + 1))
+		record "$line" "$pass" $((fail + 1)) "$abi"
 		return
 	fi
 	say "booting $abi under QEMU TCG (-cpu max, $mem, $smp cpus)"
@@ -226,15 +231,31 @@ run_kernel() {	# line
 	pass=$((pass + ${p:-0}))
 	fail=$((fail + ${f:-1}))
 	say "$line: elapsed $(($(date +%s) - t0)) s (fetch, build, boot, tests)"
-	results+=("$line: $pass passed, $fail failed ($abi, $(($(date +%s) - t0)) s)")
-	total_pass=$((total_pass + pass))
-	total_fail=$((total_fail + fail))
+	record "$line" "$pass" "$fail" "$abi, $(($(date +%s) - t0)) s"
 }
 
 build_tests
 total_fail=$((total_fail + $?))
+if [ "$jobs" -gt 1 ]; then
+	# All kernels at once, each printing to its own file, shown in order.
+	say "running ${kernels// /, } in parallel (TLBB_JOBS=$jobs)"
+	for line in $kernels; do
+		run_kernel "$line" >"$out/.output-$line" 2>&1 &
+	done
+	wait
+	for line in $kernels; do
+		cat "$out/.output-$line"
+	done
+else
+	for line in $kernels; do
+		run_kernel "$line"
+	done
+fi
 for line in $kernels; do
-	run_kernel "$line"
+	read -r p f r <"$out/.result-$line" || { p=0 f=1 r="$line: no result"; }
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	results+=("$r")
 done
 if [ "${TLBB_HARNESS_SELFTEST:-1}" != 0 ]; then
 	say "== harness self-test (deliberate failures in throwaway tests)"
