@@ -234,6 +234,7 @@ run_kernel() {	# line
 	record "$line" "$pass" "$fail" "$abi, $(($(date +%s) - t0)) s"
 }
 
+rm -f "$out"/.result-* "$out"/.output-*
 build_tests
 total_fail=$((total_fail + $?))
 if [ "$jobs" -gt 1 ]; then
