@@ -264,6 +264,70 @@ static void test_races(void)
 	tap_ok(!bad_rmdir, "every raced VM was removed");
 }
 
+/*
+ * rmdir while other processes hammer the same VM: two workers read status,
+ * write tunables and inject, one keeps a file open across the rmdir; the
+ * main process creates, registers, monitors and removes the VM 100 times.
+ * Any errno is fine for the workers; the kernel must not oops or leak.
+ */
+static void test_rmdir_under_load(void)
+{
+	pid_t holder = spawn_holder(), w[2];
+	int i, k, bad = 0, status;
+
+	for (k = 0; k < 2; k++) {
+		w[k] = fork();
+		if (!w[k]) {
+			char buf[8192];
+			int fd = -1, j;
+
+			for (j = 0; j < 100000; j++) {
+				if (k == 0) {
+					file_read(tlbb_path("busy", "status"),
+						  buf, sizeof(buf));
+					tlbb_set("busy", "samples", "%d\n",
+						 1 + j % 5);
+				} else {
+					if (fd < 0)
+						fd = open(tlbb_path("busy",
+							  "status"), O_RDONLY);
+					if (fd >= 0 && pread(fd, buf, sizeof(buf),
+							     0) < 0) {
+						close(fd);
+						fd = -1;
+					}
+					tlbb_inject("busy", j, 2 * j);
+				}
+			}
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 100; i++) {
+		int err = tlbb_vm_create("busy");
+
+		err = err ?: tlbb_set("busy", "pid", "%d\n", holder);
+		err = err ?: tlbb_set("busy", "ranges", "%p %lu 0\n", region,
+				      REGION);
+		err = err ?: tlbb_set("busy", "interval_ms", "1\n");
+		err = err ?: tlbb_set("busy", "mode", "balance\n");
+		if (err) {
+			tap_diag("busy round %d: %s", i, strerror(-err));
+			bad++;
+		}
+		msleep(5);
+		if (tlbb_vm_remove("busy"))
+			bad++;
+	}
+	for (k = 0; k < 2; k++) {
+		kill(w[k], SIGKILL);
+		waitpid(w[k], &status, 0);
+		if (!WIFSIGNALED(status) && !WIFEXITED(status))
+			bad++;
+	}
+	reap(holder);
+	tap_ok(!bad, "100 x mkdir/register/balance/rmdir while two processes read, write and inject");
+}
+
 static void test_rmmod(void)
 {
 	pid_t child = spawn_holder();
@@ -319,6 +383,7 @@ int main(void)
 	test_attributes();
 	test_exit();
 	test_races();
+	test_rmdir_under_load();
 
 	slab1 = slab_active();
 	vms1 = live_vms();
