@@ -86,9 +86,9 @@ def plot(rows, phases, path):
     ax[2].set_ylabel('refills (injected)')
     ax[2].set_xlabel('seconds')
     ax[2].legend(loc='upper right')
-    for start, end, label in phases:
+    for (start, end, label), color in zip(phases, ('tab:red', 'tab:blue')):
         for a in ax:
-            a.axvspan(start - t0, end - t0, alpha=0.08, color='tab:red')
+            a.axvspan(start - t0, end - t0, alpha=0.08, color=color)
         ax[0].text(start - t0, total * 1.02, label, fontsize=8)
     fig.suptitle('tlbbalance in a compute node in a box: %d MiB VM, '
                  'refills from the injection backend (no size-split PMU)'

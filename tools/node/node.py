@@ -28,6 +28,8 @@ Only the standard library: it runs under any python3 >= 3.8.
 """
 
 import argparse
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -106,6 +108,16 @@ def _run(argv, what, **kw):
     return p.stdout
 
 
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock on path + '.lock': several launches (other clones
+    of the repo, parallel CI jobs) share the cache."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + '.lock', 'w') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 # ---------------------------------------------------------------- kernel
 
 class Kernel:
@@ -135,8 +147,12 @@ class Kernel:
             return src
         base = os.path.join(CACHE, 'node', self.abi, 'depmod')
         mod = os.path.join(base, 'lib', 'modules', self.abi)
-        if os.path.exists(os.path.join(mod, 'modules.dep')):
-            return mod
+        with _locked(base):
+            if not os.path.exists(os.path.join(mod, 'modules.dep')):
+                self._depmod(src, base)
+        return mod
+
+    def _depmod(self, src, base):
         tmp = base + '.tmp'
         shutil.rmtree(tmp, ignore_errors=True)
         tmod = os.path.join(tmp, 'lib', 'modules', self.abi)
@@ -150,7 +166,6 @@ class Kernel:
         _run(['depmod', '-b', tmp, self.abi], 'depmod for ' + self.abi)
         shutil.rmtree(base, ignore_errors=True)
         os.rename(tmp, base)
-        return mod
 
     def module_deps(self, names):
         """Paths (relative to the modules dir) of names and their
@@ -244,9 +259,10 @@ def build_initramfs(kernel):
     entries.append(('modules/order', 0o100644,
                     ('\n'.join(names) + '\n').encode()))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + '.tmp', 'wb') as f:
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    with open(tmp, 'wb') as f:
         f.write(_cpio_newc(entries))
-    os.rename(path + '.tmp', path)
+    os.rename(tmp, path)
     return path
 
 
@@ -260,13 +276,16 @@ def build_module(kernel):
     if not os.path.exists(os.path.join(src, 'Makefile')):
         raise NodeError('no kernel-module/Makefile in the working tree: '
                         'tlbbalance.ko cannot be built')
-    build = os.path.join(CACHE, 'node', kernel.abi, 'module-build')
-    os.makedirs(build, exist_ok=True)
-    _run(['cp', '-a', '--no-preserve=ownership', src + '/.', build],
-         'copying kernel-module/')
+    # One build dir per working tree (clones in CI share the cache).
+    build = os.path.join(CACHE, 'node', kernel.abi, 'module-build-%s' % (
+        hashlib.sha1(REPO.encode()).hexdigest()[:10]))
     t0 = time.monotonic()
-    _run(['make', '-C', build, 'KDIR=' + kernel.headers],
-         'building tlbbalance.ko for ' + kernel.abi)
+    with _locked(build):
+        os.makedirs(build, exist_ok=True)
+        _run(['cp', '-a', '--no-preserve=ownership', src + '/.', build],
+             'copying kernel-module/')
+        _run(['make', '-C', build, 'KDIR=' + kernel.headers],
+             'building tlbbalance.ko for ' + kernel.abi)
     ko = os.path.join(build, 'tlbbalance.ko')
     if not os.path.exists(ko):
         raise NodeError('make did not produce %s' % ko)
@@ -278,8 +297,9 @@ def build_module(kernel):
 def build_payload():
     """The tiny guest payload (tools/payload), built into the cache."""
     out = os.path.join(CACHE, 'payload')
-    _run(['make', '-s', '-C', os.path.join(REPO, 'tools', 'payload'),
-          'O=' + out], 'building the payload')
+    with _locked(out):
+        _run(['make', '-s', '-C', os.path.join(REPO, 'tools', 'payload'),
+              'O=' + out], 'building the payload')
     return os.path.join(out, 'tlbb-payload.elf')
 
 
@@ -512,9 +532,13 @@ class Node:
         dest = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
         if os.path.isdir(got) and os.listdir(got) and \
                 not os.path.isdir(dest):
-            shutil.copytree(got, dest + '.tmp')
-            os.rename(dest + '.tmp', dest)
-            log('libvirt capability cache saved in %s' % dest)
+            tmp = '%s.tmp.%d' % (dest, os.getpid())
+            shutil.copytree(got, tmp)
+            try:
+                os.rename(tmp, dest)
+                log('libvirt capability cache saved in %s' % dest)
+            except OSError:     # another launch saved it first
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def _kill(self):
         if self.proc and self.proc.poll() is None:
