@@ -173,13 +173,15 @@ int main(void)
 		err = err ?: tlbb_set(vm, "floor_pages", "0\n");
 		err = err ?: tlbb_set(vm, "step_pages", "%lu\n",
 				      REGION / thp_pmd_size());
-		err = err ?: tlbb_set(vm, "mode", "monitor\n");
 	}
 	t_create = now_s() - t0;
-	tap_ok(!err, "%d VMs registered in monitor mode in %.1f s (%s)", NVMS,
-	       t_create, strerror(-err));
+	tap_ok(!err, "%d VMs registered in %.1f s (%s)", NVMS, t_create,
+	       strerror(-err));
 	if (err)
 		tap_bail("cannot go on without the VMs");
+	for (i = 0; i < NVMS && !err; i++)
+		err = tlbb_set(vm_name(i), "mode", "monitor\n");
+	tap_ok(!err, "all %d VMs monitored at once (%s)", NVMS, strerror(-err));
 
 	measure("monitor, no backend (controller idle)", MEASURE_S);
 	for (i = 0; i < NVMS; i++)
