@@ -18,12 +18,17 @@ mkdir -p /dev/pts /dev/shm /dev/hugepages
 mount -t devpts -o gid=5,mode=620 devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
-mount -t tmpfs tmpfs /tmp
+# No fresh /tmp: the working tree (or the cache) may live there; the
+# overlay's tmpfs upper already takes every write.
 mkdir -p /run/tlbb /run/lock /tlbb-io
 : >/run/tlbb/errors
 
 step() {
-	echo "$(cut -d' ' -f1 /proc/uptime) $*" >>/run/tlbb/boot.log
+	local up
+
+	up=$(cut -d' ' -f1 /proc/uptime)
+	echo "$up $*" >>/run/tlbb/boot.log
+	echo "tlbb-node: [$up] $*" >/dev/console
 }
 
 error() {
@@ -103,6 +108,15 @@ EOF
 # Written by tools/node/node-init.sh.
 log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
 EOF
+	# Only the QEMU driver (and secrets, which it uses): the others probe
+	# for Xen, LXC, udev devices, networks... at start, slowly under TCG.
+	# The overlay hides them from this libvirtd only.
+	for so in /usr/lib/x86_64-linux-gnu/libvirt/connection-driver/*.so; do
+		case ${so##*/} in
+		libvirt_driver_qemu.so | libvirt_driver_secret.so) ;;
+		*) rm -f "$so" ;;
+		esac
+	done
 	if [ -n "$TLBB_HOOK_CMD" ]; then
 		if eval "$TLBB_HOOK_CMD" >>/run/tlbb/hook-install.log 2>&1; then
 			step hook

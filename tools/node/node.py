@@ -320,7 +320,7 @@ class Node:
 
     def __init__(self, kernel='6.1', mem_mb=2048, smp=2, libvirt=True,
                  module=True, module_params='allow_inject=1', hook=True,
-                 hugepages=0, thp='always', keep=False, boot_timeout=240):
+                 hugepages=0, thp='always', keep=False, boot_timeout=600):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp
