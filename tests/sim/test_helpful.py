@@ -12,12 +12,12 @@ from nova_tlbbalance.simulate import engine
 
 CASES = [
     # a sequential stream: almost no refills, the controller stays idle
-    ('seq:size=1G', True, 1.5e8),
+    ('seq:size=1G', True, 5e7),
     # a small hot set inside a footprint the VTLB covers in a VM
-    ('hotcold:size=1G,hot=32M,hot_frac=0.9', True, 1.5e8),
+    ('hotcold:size=1G,hot=32M,hot_frac=0.9', True, 5e7),
     # a small hot set in 4 GiB: cold accesses load the VTLB, so the
     # controller engages and splits cold huge pages, to little effect
-    ('hotcold:size=4G,hot=64M,hot_frac=0.95', True, 2e8),
+    ('hotcold:size=4G,hot=64M,hot_frac=0.95', True, 1.5e8),
     # guest small pages, host THP: the load sits on the small group and
     # every page may already be huge: the controller looks and declines
     ('chase:size=1G', False, 1e8),
