@@ -22,7 +22,7 @@ def _series_axes(ax, result, title):
     lines = ax.get_legend_handles_labels()
     lines2 = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=8,
-              loc='center right')
+              loc='upper right')
 
 
 def run_plot(result, path):
