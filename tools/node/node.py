@@ -188,10 +188,17 @@ class Kernel:
             for dep in reversed(deps[mod]):
                 visit(dep)
             order.append(mod)
+        builtin = set()
+        with open(os.path.join(self.modules, 'modules.builtin')) as f:
+            for line in f:
+                base = os.path.basename(line.strip()).split('.ko')[0]
+                builtin.add(base.replace('-', '_'))
         for name in names:
-            if name.replace('-', '_') not in by_name:
+            key = name.replace('-', '_')
+            if key in by_name:
+                visit(by_name[key])
+            elif key not in builtin:
                 raise NodeError('module %s not in %s' % (name, self.abi))
-            visit(by_name[name.replace('-', '_')])
         return order
 
 
