@@ -29,7 +29,7 @@ _T0 = time.monotonic()
 
 @pytest.fixture(scope='session')
 def node():
-    n = nodelib.Node(kernel=KERNEL, keep=True)
+    n = nodelib.Node(kernel=KERNEL)
     t0 = time.monotonic()
     n.prepare()
     n.start()
