@@ -16,7 +16,7 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
 
 # Per-env wall-clock limit (seconds): together well inside CI's 90 minutes.
-declare -A limit=([pep8]=600 [py3]=900 [sim]=900 [functional]=1500
+declare -A limit=([pep8]=600 [py3]=900 [sim]=1500 [functional]=1500
 		  [integration]=1200 [kmod]=1500 [e2e]=1500)
 
 t0=$(date +%s)

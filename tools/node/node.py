@@ -380,8 +380,12 @@ class Node:
             for k, v in env.items():
                 f.write('%s=%s\n' % (k, shlex.quote(v)))
         sock_path = os.path.join(self.run_dir, 'agent.sock')
+        # Single-threaded TCG: under MTTCG a vCPU can run a stale
+        # translated block after the kernel patched its own text and hit
+        # an orphaned int3 (an Oops unrelated to the code under test).
         argv = [
-            'qemu-system-x86_64', '-accel', 'tcg', '-cpu', 'max',
+            'qemu-system-x86_64', '-accel', 'tcg,thread=single',
+            '-cpu', 'max',
             '-smp', str(self.smp), '-m', str(self.mem_mb),
             '-nodefaults', '-display', 'none', '-no-reboot',
             '-kernel', self.kernel.vmlinux, '-initrd', self.initramfs,
