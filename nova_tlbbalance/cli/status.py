@@ -30,7 +30,8 @@ def _fmt_module(rep):
                              st.get('huge_limit', '?'))
     if not rep.get('managed'):
         return '-'
-    return 'unregistered'
+    # Tagged, but the module does not manage it (the VM runs regardless).
+    return 'unmanaged: %s' % (mod.get('reason') or 'not registered')
 
 
 def row(rep):

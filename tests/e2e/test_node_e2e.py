@@ -196,7 +196,8 @@ def test_vm_started_without_module_runs_unmanaged(node, payload):
                                  'reason': 'module not loaded'}
         table = node.check('tlbbalance status')
         assert 'module NOT loaded' in table
-        assert re.search(r'^%s .*unregistered$' % name, table, re.M), table
+        assert re.search(r'^%s .*unmanaged: module not loaded$' % name,
+                         table, re.M), table
         hook_log = node.check('cat /var/log/tlbbalance-hook.log')
         started = [json.loads(ln) for ln in hook_log.splitlines()
                    if '"%s"' % name in ln and '"started"' in ln]
