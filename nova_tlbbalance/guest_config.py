@@ -26,6 +26,7 @@ import os
 from lxml import etree
 
 from nova_tlbbalance import policy as tlbb_policy
+from nova_tlbbalance.probes import domxml
 
 LOG = logging.getLogger(__name__)
 
@@ -35,14 +36,6 @@ SYSFS_CPU = '/sys/devices/system/cpu'
 # libvirt's canonical order of <memoryBacking> children.
 _MEMBACKING_ORDER = ('hugepages', 'nosharepages', 'locked', 'source',
                      'access', 'allocation', 'discard')
-
-_UNITS = {
-    'b': 1, 'bytes': 1,
-    'kb': 1000, 'k': 1024, 'kib': 1024,
-    'mb': 1000 ** 2, 'm': 1024 ** 2, 'mib': 1024 ** 2,
-    'gb': 1000 ** 3, 'g': 1024 ** 3, 'gib': 1024 ** 3,
-    'tb': 1000 ** 4, 't': 1024 ** 4, 'tib': 1024 ** 4,
-}
 
 
 class PolicyConflict(ValueError):
@@ -81,32 +74,9 @@ def cpu_topology(cpu, sysfs_cpu=None):
     return tuple(ids)
 
 
-def parse_cpuset(text):
-    """libvirt cpuset syntax ("0-3,^2,5") -> set of ints."""
-    cpus = set()
-    excluded = set()
-    for part in str(text).split(','):
-        part = part.strip()
-        if not part:
-            continue
-        target = cpus
-        if part.startswith('^'):
-            target = excluded
-            part = part[1:]
-        try:
-            if '-' in part:
-                lo, hi = part.split('-', 1)
-                target.update(range(int(lo), int(hi) + 1))
-            else:
-                target.add(int(part))
-        except ValueError:
-            raise ValueError('bad cpuset %r' % text) from None
-    return cpus - excluded
-
-
 def _kib(elem):
     unit = (elem.get('unit') or 'KiB').lower()
-    if unit not in _UNITS:
+    if unit not in domxml.UNITS:
         raise ValueError('<%s>: unknown unit %r'
                          % (elem.tag, elem.get('unit')))
     try:
@@ -115,7 +85,7 @@ def _kib(elem):
     except (AttributeError, ValueError):
         raise ValueError('<%s>: memory size is not an integer' % elem.tag) \
             from None
-    return value * _UNITS[unit] // 1024
+    return value * domxml.UNITS[unit] // 1024
 
 
 def _set_kib(elem, kib):
@@ -210,7 +180,7 @@ def _check_pinning(root, policy, topology):
     pins = {}
     for pin in root.findall('./cputune/vcpupin'):
         try:
-            pins[int(pin.get('vcpu'))] = parse_cpuset(pin.get('cpuset'))
+            pins[int(pin.get('vcpu'))] = domxml.parse_cpuset(pin.get('cpuset'))
         except (TypeError, ValueError):
             raise ValueError('bad <vcpupin vcpu=%r cpuset=%r>'
                              % (pin.get('vcpu'), pin.get('cpuset'))) from None

@@ -3,7 +3,8 @@
 import dataclasses
 import xml.etree.ElementTree as ET
 
-_UNITS = {
+# libvirt's memory units, in bytes: the one table (guest_config uses it too).
+UNITS = {
     'b': 1, 'bytes': 1,
     'k': 1024, 'kib': 1024, 'kb': 1000,
     'm': 1024 ** 2, 'mib': 1024 ** 2, 'mb': 1000 ** 2,
@@ -52,10 +53,10 @@ def _bytes(elem, what, default_unit='KiB'):
     if elem is None or elem.text is None:
         raise ValueError('%s is missing' % what)
     unit = (elem.get('unit') or default_unit).lower()
-    if unit not in _UNITS:
+    if unit not in UNITS:
         raise ValueError('%s: unknown unit %r' % (what, elem.get('unit')))
     try:
-        return int(elem.text.strip()) * _UNITS[unit]
+        return int(elem.text.strip()) * UNITS[unit]
     except ValueError:
         raise ValueError('%s: %r is not an integer' % (what, elem.text)) \
             from None
@@ -113,7 +114,7 @@ def parse(xml):
     for cell in root.findall('cpu/numa/cell'):
         cells.append(NumaCell(
             id=int(cell.get('id', len(cells))),
-            memory=int(cell.get('memory', '0')) * _UNITS[
+            memory=int(cell.get('memory', '0')) * UNITS[
                 (cell.get('unit') or 'KiB').lower()],
             cpus=parse_cpuset(cell.get('cpus', ''))))
     if cells:
@@ -123,7 +124,7 @@ def parse(xml):
     pages = []
     for page in root.findall('memoryBacking/hugepages/page'):
         size = page.get('size')
-        pages.append((int(size) * _UNITS[(page.get('unit') or 'KiB').lower()]
+        pages.append((int(size) * UNITS[(page.get('unit') or 'KiB').lower()]
                       if size else None, parse_cpuset(page.get('nodeset'))))
     if root.find('memoryBacking/hugepages') is not None and not pages:
         pages.append((None, ()))

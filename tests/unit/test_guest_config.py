@@ -236,12 +236,6 @@ def test_this_hosts_sysfs_is_readable():
     assert gc.cpu_topology(0) is not None
 
 
-@pytest.mark.parametrize('text,want', [
-    ('0-3,^2,5', {0, 1, 3, 5}), ('7', {7}), (' 1 , 2 ', {1, 2})])
-def test_parse_cpuset(text, want):
-    assert gc.parse_cpuset(text) == want
-
-
 @pytest.mark.parametrize('xml,match', [
     ('<domain><name>x', 'not well-formed'),
     ('<network/>', 'not <domain>'),

@@ -21,6 +21,7 @@ XML = """<domain type='kvm'>
 def test_cpuset():
     assert domxml.parse_cpuset('0-3,^2,8') == (0, 1, 3, 8)
     assert domxml.parse_cpuset('') == ()
+    assert domxml.parse_cpuset(' 1 , 2 ') == (1, 2)
     assert domxml.format_cpuset([8, 0, 1, 3, 2]) == '0-3,8'
     with pytest.raises(ValueError, match="bad cpu list 'x'"):
         domxml.parse_cpuset('x')
