@@ -34,6 +34,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "util.h"
 
 #define REGION		(4UL << 20)
 #define RACES		200
@@ -41,32 +42,6 @@
 #define COST		"/sys/kernel/debug/tlbbalance/tick_cost"
 
 static void *region;
-
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Active tlbb_vm objects, after flushing per-CPU slabs; -1 if absent. */
-static long slab_active(void)
-{
-	char line[512], name[64];
-	long active = -1, n;
-	FILE *f;
-
-	file_printf("/sys/kernel/slab/tlbb_vm/shrink", "1\n");
-	f = fopen("/proc/slabinfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
-		    !strcmp(name, "tlbb_vm"))
-			active = n;
-	fclose(f);
-	return active;
-}
 
 /* The module's own count of VM objects (debugfs tick_cost "vms"). */
 static long live_vms(void)
@@ -108,7 +83,7 @@ static int wait_state(const char *vm, const char *want, unsigned int ms,
 	for (t = 0; t <= ms; t += 10) {
 		if (tlbb_get(vm, "state", got, size) >= 0 && !strcmp(got, want))
 			return 0;
-		msleep(10);
+		tlbb_msleep(10);
 	}
 	return -1;
 }
@@ -169,7 +144,7 @@ static void test_exit(void)
 	tap_ok(!strncmp(buf, "unavailable: ", 13) || !strncmp(buf, "pmu: ", 5),
 	       "backend is a PMU or says why it is unavailable");
 	tap_ok(!tlbb_inject("lc-exit", 1000, 1000), "inject refills");
-	msleep(200);
+	tlbb_msleep(200);
 	tlbb_get("lc-exit", "backend", buf, sizeof(buf));
 	tap_ok(!strcmp(buf, "inject"), "backend reads inject");
 	tap_ok(tlbb_get_u64("lc-exit", "ticks") > 0 &&
@@ -314,7 +289,7 @@ static void test_rmdir_under_load(void)
 			tap_diag("busy round %d: %s", i, strerror(-err));
 			bad++;
 		}
-		msleep(5);
+		tlbb_msleep(5);
 		if (tlbb_vm_remove("busy"))
 			bad++;
 	}
@@ -376,7 +351,7 @@ int main(void)
 	srand(2);
 	region = thp_alloc(REGION, 0, 1);
 	thp_fill(region, REGION, 1);
-	slab0 = slab_active();
+	slab0 = tlbb_slab_active();
 	tap_diag("tlbb_vm slab objects at start: %ld", slab0);
 	tap_ok(slab0 >= 0, "/proc/slabinfo lists the dedicated tlbb_vm cache");
 
@@ -385,7 +360,7 @@ int main(void)
 	test_races();
 	test_rmdir_under_load();
 
-	slab1 = slab_active();
+	slab1 = tlbb_slab_active();
 	vms1 = live_vms();
 	tap_ok(slab1 == slab0, "no leak: tlbb_vm slab objects back to %ld (%ld)",
 	       slab0, slab1);

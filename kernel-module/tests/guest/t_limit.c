@@ -37,6 +37,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "util.h"
 
 #define VM		"mcf"
 #define PAGES		64
@@ -49,21 +50,6 @@
 
 static char *region;
 static size_t len;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 static long smaps_huge(void)
 {
@@ -113,7 +99,7 @@ static void setup(void)
 	region = thp_alloc(len, 0, 1);
 	thp_fill(region, len, 42);
 	for (i = 0; i < 200 && (huge = smaps_huge()) != PAGES; i++)
-		msleep(50);
+		tlbb_msleep(50);
 	tap_require(huge == PAGES, "setup: %d huge pages back the region (%ld)",
 		    PAGES, huge);
 	tap_ok(1, "setup: %zu MiB of THP memory, %d huge pages", len >> 20,
@@ -130,7 +116,7 @@ static void setup(void)
 	err = err ?: tlbb_set(VM, "mode", "balance\n");
 	tap_require(!err, "register this process in balance mode: %s",
 		    strerror(-err));
-	msleep(3 * INTERVAL_MS);
+	tlbb_msleep(3 * INTERVAL_MS);
 	tap_ok(tlbb_get_u64(VM, "total_pages") == PAGES &&
 	       tlbb_get_u64(VM, "huge_limit") == PAGES &&
 	       tlbb_get_u64(VM, "huge_pages") == PAGES,
@@ -146,8 +132,8 @@ static void lower(uint64_t sum0)
 	int up = 0, disagree = 0;
 
 	tap_require(!tlbb_inject(VM, MCF_HUGE, MCF_SMALL), "inject mcf load");
-	t0 = now_s();
-	while (now_s() - t0 < 60) {
+	t0 = tlbb_now_s();
+	while (tlbb_now_s() - t0 < 60) {
 		limit = tlbb_get_u64(VM, "huge_limit");
 		huge = smaps_huge();
 		if (limit > last)
@@ -155,16 +141,16 @@ static void lower(uint64_t sum0)
 		if (limit < last) {
 			steps++;
 			if (t_first < 0)
-				t_first = now_s() - t0;
+				t_first = tlbb_now_s() - t0;
 		}
 		last = limit;
 		if (huge > (long)limit && (uint64_t)huge - limit > dev_max)
 			dev_max = huge - limit;
 		if (limit == FLOOR && huge == FLOOR)
 			break;
-		msleep(10);
+		tlbb_msleep(10);
 	}
-	t_end = now_s() - t0;
+	t_end = tlbb_now_s() - t0;
 	tap_diag("first lower after %.2f s, floor reached after %.2f s, %llu limit changes seen",
 		 t_first, t_end, (unsigned long long)steps);
 	tap_ok(t_first >= SUSTAIN_MS / 1000.0,
@@ -196,13 +182,13 @@ static void hold(uint64_t sum0)
 {
 	uint64_t scans0 = khugepaged_full_scans(), scans1;
 	long huge, max = 0;
-	double t0 = now_s();
+	double t0 = tlbb_now_s();
 
-	while (now_s() - t0 < 10) {
+	while (tlbb_now_s() - t0 < 10) {
 		huge = smaps_huge();
 		if (huge > max)
 			max = huge;
-		msleep(50);
+		tlbb_msleep(50);
 	}
 	scans1 = khugepaged_full_scans();
 	tap_diag("khugepaged full scans during the 10 s: %llu",
@@ -228,18 +214,18 @@ static void raise_back(uint64_t sum0)
 		    "step_pages %d", RAISE_STEP);
 	tap_require(!tlbb_inject(VM, MCF_SMALL, MCF_HUGE),
 		    "inject small-group load");
-	t0 = now_s();
-	while (now_s() - t0 < 90) {
+	t0 = tlbb_now_s();
+	while (tlbb_now_s() - t0 < 90) {
 		limit = tlbb_get_u64(VM, "huge_limit");
 		huge = smaps_huge();
 		if (limit > max_limit)
 			max_limit = limit;
 		if (limit == PAGES && huge == PAGES)
 			break;
-		msleep(20);
+		tlbb_msleep(20);
 	}
 	tap_diag("N_hl %llu, AnonHugePages %ld pages after %.2f s",
-		 (unsigned long long)limit, huge, now_s() - t0);
+		 (unsigned long long)limit, huge, tlbb_now_s() - t0);
 	tap_ok(max_limit == PAGES, "N_hl rose from %d back to %d", FLOOR,
 	       PAGES);
 	tap_ok(huge == PAGES, "huge pages returned: AnonHugePages %ld of %d",
@@ -261,7 +247,7 @@ static long wait_huge(long want, unsigned int ms)
 		huge = smaps_huge();
 		if (huge == want)
 			break;
-		msleep(20);
+		tlbb_msleep(20);
 	}
 	return huge;
 }
@@ -285,7 +271,7 @@ static void leave(uint64_t sum0)
 	err = err ?: tlbb_inject(VM, MCF_HUGE, MCF_SMALL);
 	err = err ?: tlbb_set(VM, "mode", "monitor\n");
 	tap_require(!err, "fast settings, monitor mode: %s", strerror(-err));
-	msleep(1000);
+	tlbb_msleep(1000);
 	tap_ok(tlbb_get_u64(VM, "huge_limit") == PAGES &&
 	       smaps_huge() == PAGES && region_nohuge() == 0,
 	       "monitor mode under mcf load: limit, huge pages and flags untouched");

@@ -31,6 +31,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "util.h"
 
 #define NVMS		1000
 #ifdef TLBB_BENCH
@@ -47,45 +48,12 @@
 static pid_t kids[NVMS];
 static char *region;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void msleep(unsigned int ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static const char *vm_name(int i)
 {
 	static char name[16];
 
 	snprintf(name, sizeof(name), "s%04d", i);
 	return name;
-}
-
-static long slab_active(void)
-{
-	char line[512], name[64];
-	long active = -1, n;
-	FILE *f;
-
-	file_printf("/sys/kernel/slab/tlbb_vm/shrink", "1\n");
-	f = fopen("/proc/slabinfo", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %ld", name, &n) == 2 &&
-		    !strcmp(name, "tlbb_vm"))
-			active = n;
-	fclose(f);
-	return active;
 }
 
 static long cost_field(const char *buf, const char *key)
@@ -101,7 +69,7 @@ static void measure(const char *label, int secs)
 	char buf[512];
 
 	file_printf(COST, "0\n");
-	msleep(secs * 1000);
+	tlbb_msleep(secs * 1000);
 	if (file_read(COST, buf, sizeof(buf)) < 0)
 		return;
 	tap_diag("tick cost, %s, %ld VMs, %d s: %ld ticks, %ld ns per VM per tick (controller core %ld ns; one clock read %ld ns)",
@@ -141,7 +109,7 @@ int main(void)
 	if (file_read("/sys/devices/system/clocksource/clocksource0/current_clocksource",
 		      buf, sizeof(buf)) > 0)
 		tap_diag("clocksource: %s", strtok(buf, "\n"));
-	slab0 = slab_active();
+	slab0 = tlbb_slab_active();
 	region = thp_alloc(REGION, 0, 1);
 	thp_fill(region, REGION, 3);
 	tap_require(thp_huge_pages(0, region, REGION) ==
@@ -158,7 +126,7 @@ int main(void)
 	tap_ok(1, "%d child processes share the %lu MiB THP region", NVMS,
 	       REGION >> 20);
 
-	t0 = now_s();
+	t0 = tlbb_now_s();
 	for (i = 0; i < NVMS && !err; i++) {
 		const char *vm = vm_name(i);
 
@@ -174,7 +142,7 @@ int main(void)
 		err = err ?: tlbb_set(vm, "step_pages", "%lu\n",
 				      REGION / thp_pmd_size());
 	}
-	t_create = now_s() - t0;
+	t_create = tlbb_now_s() - t0;
 	tap_ok(!err, "%d VMs registered in %.1f s (%s)", NVMS, t_create,
 	       strerror(-err));
 	if (err)
@@ -192,13 +160,13 @@ int main(void)
 	for (i = 0; i < NVMS && !err; i++)
 		err = tlbb_set(vm_name(i), "mode", "balance\n");
 	tap_ok(!err, "every VM switched to balance mode");
-	t0 = now_s();
+	t0 = tlbb_now_s();
 	do {
-		msleep(500);
+		tlbb_msleep(500);
 		n = all_vms("huge_limit", "0") + all_vms("huge_pages", "0");
-	} while (n && now_s() - t0 < 120);
+	} while (n && tlbb_now_s() - t0 < 120);
 	tap_ok(!n, "every VM lowered its limit to 0 and its huge pages split (%.1f s)",
-	       now_s() - t0);
+	       tlbb_now_s() - t0);
 	for (i = 0; i < NVMS; i += NVMS / 10)
 		split_ok += thp_huge_pages(kids[i], region, REGION) == 0;
 	tap_ok(split_ok == 10, "smaps of sampled children: no huge page left (%d/10)",
@@ -212,21 +180,21 @@ int main(void)
 		kill(kids[i], SIGKILL);
 	for (i = 0; i < NVMS; i++)
 		waitpid(kids[i], NULL, 0);
-	t0 = now_s();
+	t0 = tlbb_now_s();
 	do {
-		msleep(200);
+		tlbb_msleep(200);
 		n = all_vms("state", "exited");
-	} while (n && now_s() - t0 < 60);
+	} while (n && tlbb_now_s() - t0 < 60);
 	tap_ok(!n, "all %d VMs read exited after their processes were killed (%.1f s)",
-	       NVMS, now_s() - t0);
+	       NVMS, tlbb_now_s() - t0);
 
-	t0 = now_s();
+	t0 = tlbb_now_s();
 	for (i = 0, n = 0; i < NVMS; i++)
 		n += tlbb_vm_remove(vm_name(i)) != 0;
-	t_rm = now_s() - t0;
+	t_rm = tlbb_now_s() - t0;
 	tap_ok(!n, "rmdir of all %d VMs (%.1f s)", NVMS, t_rm);
 
-	slab1 = slab_active();
+	slab1 = tlbb_slab_active();
 	vms_left = -1;
 	if (file_read(COST, buf, sizeof(buf)) > 0)
 		vms_left = cost_field(buf, "vms");
