@@ -110,6 +110,8 @@ struct tlbs_machine {
  * Parse a geometry file's text into @m (groups allocated). On error returns
  * -1 and writes a message naming the line into @err.
  */
+/* "4096", "16K", "32M", "2GiB" -> bytes in *out: 0, or -1 if malformed. */
+int tlbs_parse_size(const char *s, u64 *out);
 int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 		       const char *origin, char *err, size_t errlen);
 int tlbs_machine_load(struct tlbs_machine *m, const char *name_or_path,

@@ -24,8 +24,7 @@ static int fail(char *err, size_t len, const char *origin, int line,
 	return -1;
 }
 
-/* "16K", "32M", "2M", "4096" -> bytes; 0 if malformed. */
-static u64 parse_size(const char *s)
+int tlbs_parse_size(const char *s, u64 *out)
 {
 	char *end;
 	unsigned long long v;
@@ -33,7 +32,7 @@ static u64 parse_size(const char *s)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
-		return 0;
+		return -1;
 	switch (*end) {
 	case 'K': case 'k':
 		v <<= 10; end++; break;
@@ -44,7 +43,10 @@ static u64 parse_size(const char *s)
 	}
 	if (*end == 'i' || *end == 'B')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	return *end ? 0 : v;
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 static int log2_exact(u64 v)
@@ -236,7 +238,8 @@ int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 				 args);
 		} else if (!strcmp(key, "base_page") ||
 			   !strcmp(key, "huge_page")) {
-			v = parse_size(args);
+			if (tlbs_parse_size(args, &v))
+				v = 0;
 			s = log2_exact(v);
 			if (s < 12 || s > 40)
 				rc = fail(err, errlen, origin, ln, "%s '%s': "

@@ -28,27 +28,6 @@
 #define MCF_HOT_FRAC 0.58
 #define MCF_HOT_PAGE (16ULL << 10)
 
-static int parse_u64(const char *s, u64 *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k':
-		v <<= 10; end++; break;
-	case 'M': case 'm':
-		v <<= 20; end++; break;
-	case 'G': case 'g':
-		v <<= 30; end++; break;
-	}
-	*out = v;
-	return *end ? -1 : 0;
-}
-
 int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 			u32 huge_shift, char *err, size_t errlen)
 {
@@ -106,7 +85,7 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 			bad = errno || *end || w->hot_frac < 0 ||
 			      w->hot_frac > 1;
 		} else {
-			bad = parse_u64(val, &v);
+			bad = tlbs_parse_size(val, &v);
 			if (!strcmp(tok, "size"))
 				w->size = v;
 			else if (!strcmp(tok, "hot_pages"))
