@@ -30,18 +30,26 @@ int file_write_buf(const char *path, const void *buf, size_t len)
 	return err;
 }
 
-int file_printf(const char *path, const char *fmt, ...)
+static int file_vprintf(const char *path, const char *fmt, va_list ap)
 {
 	char buf[8192];
-	va_list ap;
 	int len;
 
-	va_start(ap, fmt);
 	len = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	if (len < 0 || (size_t)len >= sizeof(buf))
 		return -E2BIG;
 	return file_write_buf(path, buf, len);
+}
+
+int file_printf(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = file_vprintf(path, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 long file_read(const char *path, char *buf, size_t size)
@@ -107,16 +115,13 @@ int tlbb_vm_remove(const char *vm)
 
 int tlbb_set(const char *vm, const char *attr, const char *fmt, ...)
 {
-	char buf[8192];
 	va_list ap;
-	int len;
+	int ret;
 
 	va_start(ap, fmt);
-	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	ret = file_vprintf(tlbb_path(vm, attr), fmt, ap);
 	va_end(ap);
-	if (len < 0 || (size_t)len >= sizeof(buf))
-		return -E2BIG;
-	return file_write_buf(tlbb_path(vm, attr), buf, len);
+	return ret;
 }
 
 long tlbb_get(const char *vm, const char *attr, char *buf, size_t size)
