@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "../tlbb_ctrl.h"
+#include "../tests/xorshift.h"
 
 struct vm {
 	struct tlbb_ctrl c;
@@ -32,10 +33,7 @@ static u64 rng_state = 0x2545f4914f6cdd1dULL;
 
 static u64 rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 /* This tick's counts for a VM of workload @kind at tick @t. */

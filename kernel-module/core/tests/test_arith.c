@@ -9,6 +9,7 @@
 
 #include "test_harness.h"
 #include "vm_helper.h"
+#include "xorshift.h"
 
 typedef unsigned __int128 u128;
 
@@ -64,10 +65,7 @@ static u64 rng_state = 0x9e3779b97f4a7c15ULL;
 
 static u64 rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return xorshift64(&rng_state);
 }
 
 /* A value of random magnitude: 0 .. 2^bits - 1 with bits in 0..@maxbits. */

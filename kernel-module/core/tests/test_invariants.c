@@ -16,15 +16,13 @@
  */
 #include "test_harness.h"
 #include "vm_helper.h"
+#include "xorshift.h"
 
 static u64 rs = 0x853c49e6748fea9bULL;
 
 static u64 rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
+	return xorshift64(&rs);
 }
 
 /* A random valid value for parameter @id, favouring small ones. */
