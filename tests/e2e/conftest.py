@@ -10,6 +10,7 @@ Environment: TLBB_E2E_KERNEL (6.1 or 6.12, default 6.1).
 """
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -38,9 +39,25 @@ def node():
     TIMINGS['node boot to ready'] = n.timings['boot']
     TIMINGS['node start-up in all'] = time.monotonic() - t0
     yield n
-    status = n.poweroff()
+    try:
+        status = n.poweroff()
+    finally:
+        _keep_node_logs(n)
     TIMINGS['node power-off'] = n.timings.get('poweroff', 0)
     assert status == 0, 'the node powered off with status %s' % status
+
+
+def _keep_node_logs(n):
+    """Copy the node's console and QEMU log next to the test logs, so a
+    node that died mid-session can be read after CI."""
+    out = os.path.join(REPO, 'out', 'test-logs')
+    os.makedirs(out, exist_ok=True)
+    for src, name in ((n.console, 'e2e-node-console.log'),
+                      (n.qemu_log, 'e2e-node-qemu.log')):
+        try:
+            shutil.copyfile(src, os.path.join(out, name))
+        except OSError:
+            pass
 
 
 @pytest.fixture(scope='session')

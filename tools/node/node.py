@@ -34,6 +34,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -367,6 +368,7 @@ class Node:
         self.io_dir = os.path.join(self.run_dir, 'io')
         os.makedirs(self.io_dir)
         self.console = os.path.join(self.run_dir, 'console.log')
+        self.qemu_log = os.path.join(self.run_dir, 'qemu.log')
         caps = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
         env = {
             'TLBB_REPO': REPO, 'TLBB_KVER': self.kernel.abi,
@@ -396,6 +398,9 @@ class Node:
             '-append', 'console=ttyS0 panic=-1 loglevel=4 '
                        'tlbb_repo=%s' % REPO,
             '-serial', 'file:' + self.console,
+            # A triple fault or a guest error ends the node without a word
+            # on its console: QEMU's own log says which it was.
+            '-d', 'guest_errors,cpu_reset', '-D', self.qemu_log,
             '-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04',
             '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,'
                        'readonly=on,multidevs=remap',
@@ -484,8 +489,24 @@ class Node:
                 text = f.read().splitlines()[-lines:]
         except OSError:
             return '(no console log)'
-        return '--- node console (last %d lines)\n%s' % (
-            lines, '\n'.join(text))
+        return '--- node console (last %d lines)\n%s%s' % (
+            lines, '\n'.join(text), self.qemu_events())
+
+    def qemu_events(self, lines=20):
+        """QEMU's own word on how the node ended: the lines of its log
+        that are not register dumps (a CPU reset at boot is normal; a
+        "Triple fault" or a guest error is not)."""
+        try:
+            with open(self.qemu_log, errors='replace') as f:
+                text = [ln for ln in f.read().splitlines()
+                        if ln and not ln.startswith((' ', '\t'))
+                        and not re.match(r'^[A-Z0-9]{2,4}\s*=', ln)]
+        except (OSError, AttributeError):
+            return ''
+        if not text:
+            return ''
+        return '\n--- QEMU log (%d event lines, last %d)\n%s' % (
+            len(text), lines, '\n'.join(text[-lines:]))
 
     # -- commands
     def run(self, cmd, timeout=300, input=''):
