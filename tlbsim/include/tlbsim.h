@@ -61,7 +61,13 @@ struct tlbs_group {
 	u64 *stamp;		/* LRU: last use; FIFO: fill time */
 	u64 clock;
 	u32 fifo_next;		/* fully associative FIFO pointer */
-	/* fully associative groups: hash index and LRU list */
+	/*
+	 * fully associative groups: an index from key to entry, either
+	 * direct (key >> 1 -> entry + 1, when the keys a run can make are
+	 * few: tlbs_group_index_direct) or a hash; and the LRU list
+	 */
+	u32 *direct;		/* key >> 1 -> entry + 1, 0 absent */
+	u64 dsize;		/* entries of @direct */
 	u64 *hkey;		/* hash slot -> key, 0 empty */
 	u32 *hslot;		/* hash slot -> entry */
 	u32 hmask, hshift;
@@ -81,6 +87,16 @@ int tlbs_group_lookup(struct tlbs_group *g, u64 key);
 void tlbs_group_fill(struct tlbs_group *g, u64 key);
 /* Remove @key if resident; returns 1 if it was. */
 int tlbs_group_invalidate(struct tlbs_group *g, u64 key);
+/*
+ * Index a fully associative group directly by key when every key it will
+ * see is below @key_bound and the table stays small (the keys of one run's
+ * address space); the group must be empty. Returns 1 if it now indexes
+ * directly, 0 if it keeps its hash (bound too large, or set associative).
+ * A key at or above the bound then aborts the program: a caller's bug.
+ */
+int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound);
+/* Look up @key, fill it on a miss; returns 1 on a hit. */
+int tlbs_group_access(struct tlbs_group *g, u64 key);
 /* Remove every entry; returns how many were valid. */
 u32 tlbs_group_flush(struct tlbs_group *g);
 /* Number of valid entries. */

@@ -22,6 +22,32 @@
 
 enum { H_UNTOUCHED = 0, H_SMALL = 1, H_HUGE = 2, H_OUTSIDE = 3 };
 
+/*
+ * Every key this run can make has a page number below the address space's
+ * end at its page size (GVA, GPA and native addresses all lie in
+ * [0, regions x huge page)); fully associative groups holding only keys
+ * of such small ranges index them directly.
+ */
+static void index_groups(struct tlbs_mmu *u)
+{
+	struct tlbs_machine *m = u->m;
+	u32 bs = m->base_shift, hs = m->huge_shift, i;
+	u64 vpn_end[TLBS_NCLASS] = { u->nregions << (hs - bs), u->nregions };
+	u64 bound = 0, b;
+	int c;
+
+	for (i = 0; i < m->ngroups; i++) {
+		for (c = 0; c < TLBS_NCLASS; c++) {
+			if (!(m->g[i].classes & (1u << c)))
+				continue;
+			b = tlbs_key(TLBS_SP_COMBINED, c, vpn_end[c]);
+			bound = b > bound ? b : bound;
+		}
+		tlbs_group_index_direct(&m->g[i], bound);
+		bound = 0;
+	}
+}
+
 int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
 		  enum tlbs_model model, u64 size, int thp1, int thp2,
 		  u64 hva_offset)
@@ -62,6 +88,7 @@ int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
 			u->thp[r] = H_OUTSIDE;	/* partial: never a THP */
 	}
 	u->limit = ~0ULL;
+	index_groups(u);
 	return 0;
 }
 
@@ -134,17 +161,15 @@ enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
 }
 
 /* Look a translation up along its class's path; fill on a miss. */
-static inline void translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
+static inline __attribute__((always_inline)) void
+translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 {
 	struct tlbs_machine *m = u->m;
 	u32 n = m->pathlen[c], i, j;
 	struct tlbs_group *g0 = &m->g[m->path[c][0]];
 
 	if (n == 1) {		/* one group for the size: the common case */
-		if (!tlbs_group_lookup_fast(g0, key)) {
-			u->walks[c]++;
-			tlbs_group_fill(g0, key);
-		}
+		u->walks[c] += !tlbs_group_access_fast(g0, key);
 		return;
 	}
 	for (i = 0; i < n; i++) {

@@ -4,8 +4,9 @@
  *
  * Set-associative groups index the set with the low bits of the virtual
  * page number (as the hardware does) and search the ways linearly. Fully
- * associative groups (one set) keep a hash index from key to entry and, for
- * LRU, a doubly linked recency list, so a lookup costs O(1) whatever the size.
+ * associative groups (one set) keep an index from key to entry (a hash, or
+ * a direct table when a run's keys are few) and, for LRU, a doubly linked
+ * recency list, so a lookup costs O(1) whatever the size.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,9 @@ void tlbs_group_free(struct tlbs_group *g)
 	free(g->hkey);
 	free(g->prev);
 	free(g->next);
+	free(g->direct);
+	g->direct = NULL;
+	g->dsize = 0;
 	g->key = NULL;
 	g->stamp = NULL;
 	g->hslot = NULL;
@@ -103,9 +107,30 @@ static void hdelete(struct tlbs_group *g, u32 s)
 	}
 }
 
+static void idx_insert(struct tlbs_group *g, u64 key, u32 e)
+{
+	u32 s;
+
+	if (g->direct) {
+		g->direct[dslot(g, key)] = e + 1;
+		return;
+	}
+	s = hfind(g, key);
+	g->hkey[s] = key;
+	g->hslot[s] = e;
+}
+
+static void idx_remove(struct tlbs_group *g, u64 key)
+{
+	if (g->direct)
+		g->direct[dslot(g, key)] = 0;
+	else
+		hdelete(g, hfind(g, key));
+}
+
 static void fa_remove(struct tlbs_group *g, u32 e)
 {
-	hdelete(g, hfind(g, g->key[e]));
+	idx_remove(g, g->key[e]);
 	g->key[e] = 0;
 	if (g->repl == TLBS_LRU)
 		lru_unlink(g, e);
@@ -114,7 +139,7 @@ static void fa_remove(struct tlbs_group *g, u32 e)
 
 static void fa_fill(struct tlbs_group *g, u64 key)
 {
-	u32 e, s;
+	u32 e;
 
 	if (g->used < g->entries) {
 		/* a free entry: the first empty one */
@@ -136,12 +161,28 @@ static void fa_fill(struct tlbs_group *g, u64 key)
 		fa_remove(g, e);
 	}
 	g->key[e] = key;
-	s = hfind(g, key);
-	g->hkey[s] = key;
-	g->hslot[s] = e;
+	idx_insert(g, key, e);
 	if (g->repl == TLBS_LRU)
 		lru_push(g, e);
 	g->used++;
+}
+
+int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound)
+{
+	u64 n = (key_bound + 1) >> 1;
+
+	/* a direct table of at most 256 KiB, for an empty FA group */
+	if (!is_fa(g) || g->used || g->entries >= NIL ||
+	    n > (256u << 10) / sizeof(*g->direct))
+		return 0;
+	if (n <= g->dsize && g->direct) {
+		memset(g->direct, 0, g->dsize * sizeof(*g->direct));
+		return 1;
+	}
+	free(g->direct);
+	g->direct = calloc(n, sizeof(*g->direct));
+	g->dsize = g->direct ? n : 0;
+	return !!g->direct;
 }
 
 /* ---- set associative ---- */
@@ -173,6 +214,11 @@ int tlbs_group_lookup(struct tlbs_group *g, u64 key)
 	return tlbs_group_lookup_fast(g, key);
 }
 
+int tlbs_group_access(struct tlbs_group *g, u64 key)
+{
+	return tlbs_group_access_fast(g, key);
+}
+
 void tlbs_group_fill(struct tlbs_group *g, u64 key)
 {
 	g->fills++;
@@ -184,14 +230,14 @@ void tlbs_group_fill(struct tlbs_group *g, u64 key)
 
 int tlbs_group_invalidate(struct tlbs_group *g, u64 key)
 {
-	u32 base, w, s;
+	u32 base, w, e;
 	u64 *k;
 
 	if (is_fa(g)) {
-		s = hfind(g, key);
-		if (!g->hkey[s])
+		e = idx_find(g, key);
+		if (e == NIL)
 			return 0;
-		fa_remove(g, g->hslot[s]);
+		fa_remove(g, e);
 		g->invalidations++;
 		return 1;
 	}
@@ -214,6 +260,8 @@ u32 tlbs_group_flush(struct tlbs_group *g)
 	memset(g->stamp, 0, g->entries * sizeof(*g->stamp));
 	if (is_fa(g)) {
 		memset(g->hkey, 0, (g->hmask + 1) * sizeof(*g->hkey));
+		if (g->direct)
+			memset(g->direct, 0, g->dsize * sizeof(*g->direct));
 		g->head = g->tail = NIL;
 		g->used = 0;
 		g->fifo_next = 0;

@@ -1,10 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Apache-2.0 */
 /*
- * The hit path of a TLB group, inline for the per-access loop (mmu.c);
- * misses, fills and invalidations live in tlb.c.
+ * The per-access path of a TLB group, inline for the loop in mmu.c:
+ * lookups, and the combined lookup-and-fill of tlbs_group_access_fast().
+ * Slow-path fills, invalidations and set-up live in tlb.c.
+ *
+ * The simulated hits and misses of a random pointer chase are themselves
+ * random, so a branch on "hit?" is mispredicted about as often as not and
+ * costs more than the rest of the access. For random replacement, the
+ * common case of the presets, the access is therefore branch-free once
+ * the group is full: the victim is drawn every time and used only on a
+ * miss (the generator state advances only then, so the sequence of
+ * victims is the one lookup + fill would draw).
  */
 #ifndef TLBSIM_TLB_FAST_H
 #define TLBSIM_TLB_FAST_H
+
+#include <stdlib.h>
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "tlbsim.h"
 
@@ -15,7 +29,12 @@ static inline int is_fa(const struct tlbs_group *g)
 	return g->sets == 1;
 }
 
-/* ---- fully associative: hash index ---- */
+static inline u64 rand_below_of(u64 r, u64 n)
+{
+	return (u64)(((unsigned __int128)r * n) >> 64);
+}
+
+/* ---- fully associative: the key -> entry index ---- */
 
 static inline u32 hpos(const struct tlbs_group *g, u64 key)
 {
@@ -30,6 +49,30 @@ static inline u32 hfind(const struct tlbs_group *g, u64 key)
 	while (g->hkey[s] && g->hkey[s] != key)
 		s = (s + 1) & g->hmask;
 	return s;
+}
+
+/* Direct index slot of @key; a key beyond the bound is a caller's bug. */
+static inline u64 dslot(const struct tlbs_group *g, u64 key)
+{
+	u64 d = key >> 1;
+
+	if (__builtin_expect(d >= g->dsize, 0)) {
+		fprintf(stderr, "tlbsim: key %#llx beyond the direct index of "
+			"group %s\n", (unsigned long long)key, g->name);
+		abort();
+	}
+	return d;
+}
+
+/* Entry holding @key, or NIL. */
+static inline u32 idx_find(const struct tlbs_group *g, u64 key)
+{
+	u32 s;
+
+	if (g->direct)
+		return g->direct[dslot(g, key)] - 1;
+	s = hfind(g, key);
+	return g->hkey[s] ? g->hslot[s] : NIL;
 }
 
 static inline void lru_unlink(struct tlbs_group *g, u32 e)
@@ -57,19 +100,45 @@ static inline void lru_push(struct tlbs_group *g, u32 e)
 
 static inline int fa_lookup(struct tlbs_group *g, u64 key)
 {
-	u32 s = hfind(g, key), e;
+	u32 e = idx_find(g, key);
 
-	if (!g->hkey[s])
+	if (e == NIL)
 		return 0;
-	if (g->repl == TLBS_LRU) {
-		e = g->hslot[s];
-		if (g->head != e) {
-			lru_unlink(g, e);
-			lru_push(g, e);
-		}
+	if (g->repl == TLBS_LRU && g->head != e) {
+		lru_unlink(g, e);
+		lru_push(g, e);
 	}
 	return 1;
 }
+
+/* @a where @m is all ones, else @b: a select the compiler cannot turn
+ * into a branch */
+static inline u64 pick(u64 m, u64 a, u64 b)
+{
+	return (a & m) | (b & ~m);
+}
+
+/* Full, random replacement, direct index: no branch on the outcome. */
+static inline int fa_random_access(struct tlbs_group *g, u64 key)
+{
+	u64 d = dslot(g, key), rng = g->rng, r, hm;
+	u32 e = g->direct[d], slot;
+	int hit = e != 0;
+
+	hm = -(u64)hit;
+	r = tlbs_rand(&rng);
+	slot = (u32)pick(hm, e - 1, rand_below_of(r, g->entries));
+	g->direct[g->key[slot] >> 1] = 0;	/* the victim (or key) leaves */
+	g->key[slot] = key;
+	g->direct[d] = slot + 1;
+	g->rng = pick(hm, g->rng, rng);
+	g->hits += hit;
+	g->misses += !hit;
+	g->fills += !hit;
+	return hit;
+}
+
+/* ---- set associative ---- */
 
 static inline u64 *set_of(const struct tlbs_group *g, u64 key, u32 *base)
 {
@@ -77,19 +146,92 @@ static inline u64 *set_of(const struct tlbs_group *g, u64 key, u32 *base)
 	return g->key + *base;
 }
 
+/*
+ * Bit w set where way w of the set holds @v. Every way is compared, with
+ * no early exit; 4- and 8-way sets use SIMD compares where the build
+ * target has them (make's default -march=native), else unrolled scalar
+ * code.
+ */
+static inline u32 ways_equal4(const u64 *k, u64 v)
+{
+#if defined(__AVX2__)
+	__m256i x = _mm256_set1_epi64x((long long)v);
+	__m256i a = _mm256_loadu_si256((const __m256i *)k);
+
+	return (u32)_mm256_movemask_pd(_mm256_castsi256_pd(
+		_mm256_cmpeq_epi64(a, x)));
+#else
+	return (u32)(k[0] == v) | (u32)(k[1] == v) << 1 |
+	       (u32)(k[2] == v) << 2 | (u32)(k[3] == v) << 3;
+#endif
+}
+
+static inline u32 ways_equal8(const u64 *k, u64 v)
+{
+#if defined(__AVX512F__)
+	return (u32)_mm512_cmpeq_epi64_mask(
+		_mm512_loadu_si512((const void *)k),
+		_mm512_set1_epi64((long long)v));
+#else
+	return ways_equal4(k, v) | ways_equal4(k + 4, v) << 4;
+#endif
+}
+
+static inline u32 ways_equal(const u64 *k, u32 ways, u64 v)
+{
+	u32 w, m = 0;
+
+	if (ways == 8)
+		return ways_equal8(k, v);
+	if (ways == 4)
+		return ways_equal4(k, v);
+	for (w = 0; w < ways; w++)
+		m |= (u32)(k[w] == v) << w;
+	return m;
+}
+
 static inline int sa_lookup(struct tlbs_group *g, u64 key)
 {
-	u32 base, w, match = 0;
+	u32 base, match;
 	u64 *k = set_of(g, key, &base);
 
-	/* compare every way, no early exit: no mispredicted loop end */
-	for (w = 0; w < g->ways; w++)
-		match |= (u32)(k[w] == key) << w;
+	match = ways_equal(k, g->ways, key);
 	if (!match)
 		return 0;
 	if (g->repl == TLBS_LRU)
 		g->stamp[base + __builtin_ctz(match)] = ++g->clock;
 	return 1;
+}
+
+/*
+ * Random replacement: the victim is the first empty way, else a random
+ * one (as sa_fill in tlb.c), chosen without a branch on the outcome.
+ */
+static inline int sa_random_access(struct tlbs_group *g, u64 key)
+{
+	u32 base, match, empty, slot;
+	u64 *k = set_of(g, key, &base), rng = g->rng, r, hm, em, *st;
+	int hit;
+
+	match = ways_equal(k, g->ways, key);
+	empty = ways_equal(k, g->ways, 0);
+	hit = match != 0;
+	hm = -(u64)hit;
+	em = -(u64)(empty != 0);
+	r = tlbs_rand(&rng);
+	/* bit 31 stands in for "none": ctz of 0 is undefined */
+	slot = (u32)pick(hm, __builtin_ctz(match | 1u << 31),
+			 pick(em, __builtin_ctz(empty | 1u << 31),
+			      rand_below_of(r, g->ways)));
+	k[slot] = key;
+	g->rng = pick(hm | em, g->rng, rng);
+	g->clock += !hit;
+	st = &g->stamp[base + slot];
+	*st = pick(hm, *st, g->clock);
+	g->hits += hit;
+	g->misses += !hit;
+	g->fills += !hit;
+	return hit;
 }
 
 static inline int tlbs_group_lookup_fast(struct tlbs_group *g, u64 key)
@@ -101,6 +243,22 @@ static inline int tlbs_group_lookup_fast(struct tlbs_group *g, u64 key)
 	else
 		g->misses++;
 	return hit;
+}
+
+/* Look @key up and fill it on a miss; returns 1 on a hit. */
+static inline __attribute__((always_inline)) int
+tlbs_group_access_fast(struct tlbs_group *g, u64 key)
+{
+	if (g->repl == TLBS_RANDOM) {
+		if (!is_fa(g))
+			return sa_random_access(g, key);
+		if (g->direct && g->used == g->entries)
+			return fa_random_access(g, key);
+	}
+	if (tlbs_group_lookup_fast(g, key))
+		return 1;
+	tlbs_group_fill(g, key);
+	return 0;
 }
 
 #endif /* TLBSIM_TLB_FAST_H */

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
  * TLB groups against hand-computed cases: hits, misses, LRU/FIFO/random
- * replacement, set conflicts, invalidation; and the fully associative hash
- * index against a brute-force search over a long random sequence.
+ * replacement, set conflicts, invalidation; the fully associative hash
+ * index against a brute-force search over a long random sequence; and the
+ * one-call access path (direct index, branch-free random replacement)
+ * against lookup + fill on a twin group.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "tlbsim.h"
@@ -199,6 +202,72 @@ static void test_fa_index_consistency(enum tlbs_repl repl)
 	tlbs_group_free(&g);
 }
 
+/*
+ * tlbs_group_access (branch-free for random replacement, direct index)
+ * leaves the same keys, counters and generator state as lookup + fill on
+ * a twin group, access after access.
+ */
+static void test_access_matches_lookup_fill(u32 entries, u32 ways,
+					    enum tlbs_repl repl, int direct)
+{
+	struct tlbs_group a, b;
+	u64 rng = 777, key;
+	u32 nkeys = entries * 3 / 2 + 3;
+	int i, bad = 0, hit_a, hit_b;
+
+	CHECK_EQ(tlbs_group_init(&a, "acc", entries, ways, repl, 1), 0);
+	CHECK_EQ(tlbs_group_init(&b, "ref", entries, ways, repl, 1), 0);
+	if (direct)
+		CHECK_EQ(tlbs_group_index_direct(&a, K(nkeys)), 1);
+	for (i = 0; i < 100000; i++) {
+		key = K(tlbs_rand_below(&rng, nkeys));
+		if (i % 1013 == 0) {
+			if (tlbs_group_invalidate(&a, key) !=
+			    tlbs_group_invalidate(&b, key))
+				bad++;
+			continue;
+		}
+		hit_a = tlbs_group_access(&a, key);
+		hit_b = tlbs_group_lookup(&b, key);
+		if (!hit_b)
+			tlbs_group_fill(&b, key);
+		if (hit_a != hit_b || a.rng != b.rng ||
+		    memcmp(a.key, b.key, entries * sizeof(*a.key)))
+			bad++;
+	}
+	CHECK(bad == 0, "%d differences (%u entries, %u ways, %s%s)", bad,
+	      entries, ways, tlbs_repl_name(repl), direct ? ", direct" : "");
+	CHECK(a.hits == b.hits && a.misses == b.misses && a.fills == b.fills,
+	      "counters differ: hits %llu/%llu misses %llu/%llu",
+	      (unsigned long long)a.hits, (unsigned long long)b.hits,
+	      (unsigned long long)a.misses, (unsigned long long)b.misses);
+	CHECK(a.hits > 1000 && a.misses > 1000, "a mix of hits and misses");
+	tlbs_group_free(&a);
+	tlbs_group_free(&b);
+}
+
+static void test_direct_index(void)
+{
+	struct tlbs_group g;
+
+	CHECK_EQ(tlbs_group_init(&g, "d", 64, 64, TLBS_RANDOM, 1), 0);
+	/* too many keys for a small table: keeps the hash */
+	CHECK_EQ(tlbs_group_index_direct(&g, 1ULL << 40), 0);
+	CHECK(g.direct == NULL, "no direct table for 2^40 keys");
+	CHECK_EQ(tlbs_group_index_direct(&g, K(100)), 1);
+	touch(&g, K(5));
+	/* only an empty group changes its index */
+	CHECK_EQ(tlbs_group_index_direct(&g, K(200)), 0);
+	CHECK_EQ(tlbs_group_lookup(&g, K(5)), 1);
+	CHECK_EQ(tlbs_group_flush(&g), 1);
+	CHECK_EQ(tlbs_group_lookup(&g, K(5)), 0);
+	tlbs_group_free(&g);
+	/* set associative groups need no index */
+	CHECK_EQ(tlbs_group_init(&g, "s", 64, 8, TLBS_RANDOM, 1), 0);
+	CHECK_EQ(tlbs_group_index_direct(&g, K(100)), 0);
+	tlbs_group_free(&g);
+}
+
 static void test_bad_geometry(void)
 {
 	struct tlbs_group g;
@@ -224,6 +293,14 @@ int main(void)
 	test_fa_index_consistency(TLBS_LRU);
 	test_fa_index_consistency(TLBS_RANDOM);
 	test_fa_index_consistency(TLBS_FIFO);
+	test_direct_index();
+	for (int r = TLBS_LRU; r <= TLBS_RANDOM; r++) {
+		test_access_matches_lookup_fill(64, 64, r, 0);
+		test_access_matches_lookup_fill(64, 64, r, 1);
+		test_access_matches_lookup_fill(256, 256, r, 1);
+		test_access_matches_lookup_fill(256, 8, r, 0);
+		test_access_matches_lookup_fill(48, 12, r, 0);
+	}
 	test_bad_geometry();
 	return check_done("test_tlb");
 }
