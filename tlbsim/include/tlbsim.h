@@ -172,6 +172,8 @@ struct tlbs_mmu {
 	u64 accesses;
 	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
 	u64 l1_misses;		/* missed a group, hit a later one */
+	/* per class: the one group its path holds, or NULL (several) */
+	struct tlbs_group *only[TLBS_NCLASS];
 	u64 splits, restores;
 	/* groups the last access hit first (see same_page() in mmu.c) */
 	u32 memo_n, memo_g[2];

@@ -46,6 +46,8 @@ static void index_groups(struct tlbs_mmu *u)
 		tlbs_group_index_direct(&m->g[i], bound);
 		bound = 0;
 	}
+	for (c = 0; c < TLBS_NCLASS; c++)
+		u->only[c] = m->pathlen[c] == 1 ? &m->g[m->path[c][0]] : NULL;
 }
 
 int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
@@ -165,13 +167,13 @@ static inline __attribute__((always_inline)) void
 translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 {
 	struct tlbs_machine *m = u->m;
-	u32 n = m->pathlen[c], i, j;
-	struct tlbs_group *g0 = &m->g[m->path[c][0]];
+	u32 n, i, j;
 
-	if (n == 1) {		/* one group for the size: the common case */
-		u->walks[c] += !tlbs_group_access_fast(g0, key);
+	if (u->only[c]) {	/* one group for the size: the common case */
+		u->walks[c] += !tlbs_group_access_fast(u->only[c], key);
 		return;
 	}
+	n = m->pathlen[c];
 	for (i = 0; i < n; i++) {
 		if (tlbs_group_lookup_fast(&m->g[m->path[c][i]], key)) {
 			if (i) {
