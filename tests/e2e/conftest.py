@@ -28,36 +28,101 @@ TIMINGS = {}
 _T0 = time.monotonic()
 
 
+class LiveNode:
+    """The session's node. If its QEMU dies (a guest panic, a triple
+    fault, an emulator error), the next test boots a fresh one: the crash
+    is recorded (console and QEMU log in out/test-logs, a line in the
+    summary) and the test that saw it is rerun once (--reruns 1
+    --only-rerun NodeDied in tox.ini), so one emulator crash costs a
+    reboot, not the rest of the session, and a second one fails."""
+
+    def __init__(self):
+        self.current = None
+        self.crashes = []
+
+    def boot(self):
+        """Boot a node; a boot that hangs or dies (seen under multi-threaded
+        TCG: both vCPUs in soft lockup before the agent starts) is
+        recorded and tried again, BOOT_ATTEMPTS in all."""
+        t0 = time.monotonic()
+        for attempt in range(1, BOOT_ATTEMPTS + 1):
+            n = nodelib.Node(kernel=KERNEL, boot_timeout=BOOT_TIMEOUT)
+            n.prepare()
+            try:
+                n.start()
+                break
+            except nodelib.NodeError as e:
+                logs = _keep_node_logs(n, 'e2e-node-boot%d' % attempt)
+                self.crashes.append('boot attempt %d failed: %s; logs: %s'
+                                    % (attempt, str(e).splitlines()[0],
+                                       ', '.join(logs)))
+                if attempt == BOOT_ATTEMPTS:
+                    raise
+        self.current = n
+        return time.monotonic() - t0, n
+
+    def revive(self):
+        if self.current is None or self.current.alive():
+            return
+        dead = self.current
+        k = len(self.crashes) + 1
+        logs = _keep_node_logs(dead, 'e2e-node-crash%d' % k)
+        self.crashes.append('node crash %d: QEMU exit %s; %s; logs: %s' % (
+            k, dead.proc.returncode,
+            dead.qemu_events().strip().replace('\n', ' | ')[-300:]
+            or 'QEMU logged no event', ', '.join(logs)))
+        self.boot()
+
+    def __getattr__(self, name):
+        return getattr(self.current, name)
+
+
+# A boot reaches "ready" in 15-60 s; a hung one is given up after this.
+BOOT_TIMEOUT = 240
+BOOT_ATTEMPTS = 3
+LIVE = LiveNode()
+
+
 @pytest.fixture(scope='session')
 def node():
-    n = nodelib.Node(kernel=KERNEL)
-    t0 = time.monotonic()
-    n.prepare()
-    n.start()
+    secs, n = LIVE.boot()
     TIMINGS['node prepare (kernel, initramfs, module build)'] = \
         n.timings['prepare']
     TIMINGS['node boot to ready'] = n.timings['boot']
-    TIMINGS['node start-up in all'] = time.monotonic() - t0
-    yield n
+    TIMINGS['node start-up in all'] = secs
+    yield LIVE
+    n = LIVE.current
     try:
         status = n.poweroff()
     finally:
-        _keep_node_logs(n)
+        if n.exit_status != 0:
+            _keep_node_logs(n, 'e2e-node')
     TIMINGS['node power-off'] = n.timings.get('poweroff', 0)
     assert status == 0, 'the node powered off with status %s' % status
 
 
-def _keep_node_logs(n):
+@pytest.fixture(autouse=True)
+def _node_alive(request):
+    """Before each test that uses the node: boot a new one if it died."""
+    if 'node' in request.fixturenames or 'balanced_vm' in \
+            request.fixturenames:
+        LIVE.revive()
+
+
+def _keep_node_logs(n, prefix):
     """Copy the node's console and QEMU log next to the test logs, so a
     node that died mid-session can be read after CI."""
     out = os.path.join(REPO, 'out', 'test-logs')
     os.makedirs(out, exist_ok=True)
-    for src, name in ((n.console, 'e2e-node-console.log'),
-                      (n.qemu_log, 'e2e-node-qemu.log')):
+    kept = []
+    for src, name in ((n.console, prefix + '-console.log'),
+                      (n.qemu_log, prefix + '-qemu.log')):
         try:
             shutil.copyfile(src, os.path.join(out, name))
+            kept.append(os.path.join('out', 'test-logs', name))
         except OSError:
             pass
+    return kept
 
 
 @pytest.fixture(scope='session')
@@ -80,6 +145,12 @@ def misalign_so():
 
 def pytest_terminal_summary(terminalreporter):
     TIMINGS['e2e in all'] = time.monotonic() - _T0
+    if LIVE.crashes:
+        terminalreporter.write_sep('-', 'node crashes and failed boots (a '
+                                   'test that saw a crash was rerun on a '
+                                   'new node)')
+        for line in LIVE.crashes:
+            terminalreporter.write_line(line)
     terminalreporter.write_sep('-', 'e2e timings (kernel %s)' % KERNEL)
     for what, secs in TIMINGS.items():
         terminalreporter.write_line('%-50s %7.1f s' % (what, secs))

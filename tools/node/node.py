@@ -34,7 +34,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -58,6 +57,11 @@ EXIT_NO_IO = 121
 
 class NodeError(Exception):
     """The node failed to boot, answer or power off; says why."""
+
+
+class NodeDied(NodeError):
+    """The node's QEMU is gone (guest panic, triple fault, emulator
+    error): nothing more can run in this node."""
 
 
 class CommandFailed(NodeError):
@@ -326,12 +330,12 @@ def hook_install_cmd():
 class Node:
     """One booted node. Use as a context manager (boots, powers off)."""
 
-    def __init__(self, kernel='6.1', mem_mb=2048, smp=2, libvirt=True,
+    def __init__(self, kernel='6.1', mem_mb=2048, smp=None, libvirt=True,
                  module=True, module_params='allow_inject=1', hook=True,
                  hugepages=0, thp='always', keep=False, boot_timeout=600):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
-        self.smp = smp
+        self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
         self.libvirt = libvirt
         self.module = module
         self.module_params = module_params
@@ -395,8 +399,9 @@ class Node:
             '-smp', str(self.smp), '-m', str(self.mem_mb),
             '-nodefaults', '-display', 'none', '-no-reboot',
             '-kernel', self.kernel.vmlinux, '-initrd', self.initramfs,
-            '-append', 'console=ttyS0 panic=-1 loglevel=4 '
-                       'tlbb_repo=%s' % REPO,
+            '-append', 'console=ttyS0 panic=-1 loglevel=4 %s'
+                       'tlbb_repo=%s' % (os.environ.get(
+                           'TLBB_NODE_APPEND', '') + ' ', REPO),
             '-serial', 'file:' + self.console,
             # A triple fault or a guest error ends the node without a word
             # on its console: QEMU's own log says which it was.
@@ -462,7 +467,7 @@ class Node:
                 chunk = self.sock.recv(1 << 20)
             except socket.timeout:
                 if self.proc.poll() is not None:
-                    raise NodeError('QEMU exited (rc=%s)\n%s' % (
+                    raise NodeDied('QEMU exited (rc=%s)\n%s' % (
                         self.proc.returncode, self.console_tail()))
                 continue
             if not chunk:
@@ -470,9 +475,9 @@ class Node:
                     rc = self.proc.wait(10)
                 except subprocess.TimeoutExpired:
                     rc = None
-                raise NodeError('agent connection closed, QEMU exit %s%s\n'
-                                '%s' % (rc, _exit_meaning(rc),
-                                        self.console_tail()))
+                raise NodeDied('agent connection closed, QEMU exit %s%s\n'
+                               '%s' % (rc, _exit_meaning(rc),
+                                       self.console_tail()))
             self._buf += chunk
         line, self._buf = self._buf.split(b'\n', 1)
         return json.loads(line)
@@ -482,6 +487,9 @@ class Node:
         self._next_id += 1
         self.sock.sendall((json.dumps(obj) + '\n').encode())
         return obj['id']
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
     def console_tail(self, lines=40):
         try:
@@ -499,8 +507,7 @@ class Node:
         try:
             with open(self.qemu_log, errors='replace') as f:
                 text = [ln for ln in f.read().splitlines()
-                        if ln and not ln.startswith((' ', '\t'))
-                        and not re.match(r'^[A-Z0-9]{2,4}\s*=', ln)]
+                        if ln and '=' not in ln]
         except (OSError, AttributeError):
             return ''
         if not text:
@@ -556,8 +563,8 @@ class Node:
         if rc & 1:
             self.exit_status = rc >> 1
         else:
-            raise NodeError('QEMU exited with %d without an exit status '
-                            '(panic or crash?)\n%s' % (
+            raise NodeDied('QEMU exited with %d without an exit status '
+                           '(panic or crash?)\n%s' % (
                                 rc, self.console_tail()))
         if not self.keep:
             shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -609,7 +616,8 @@ def main(argv=None):
         'tlbbalance.ko from the working tree.')
     parser.add_argument('--kernel', default='6.1', choices=('6.1', '6.12'))
     parser.add_argument('--mem', type=int, default=2048, metavar='MIB')
-    parser.add_argument('--smp', type=int, default=2)
+    parser.add_argument('--smp', type=int, default=None,
+                        help='vCPUs (default: $TLBB_NODE_SMP or 2)')
     parser.add_argument('--no-libvirt', action='store_true')
     parser.add_argument('--no-module', action='store_true',
                         help='do not build nor load tlbbalance.ko')
