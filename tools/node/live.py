@@ -1,0 +1,99 @@
+"""A test session's node that survives emulator failures.
+
+Multi-threaded TCG running nested KVM sometimes kills the node (QEMU exits
+0 with nothing on the console) or hangs a boot (both vCPUs in soft lockup
+while libvirtd starts); see docs/node.md, "When the emulator fails".
+LiveNode boots with retries, boots a fresh node before the next test when
+the current one died, records every such event with the dead node's
+console and QEMU log, and otherwise forwards every attribute to the
+current node.Node. The test that saw a death is rerun by pytest
+(--reruns 1 --only-rerun NodeDied, in tox.ini).
+"""
+
+import os
+import shutil
+import time
+
+import node as nodelib
+
+# A boot reaches "ready" in 15-60 s; a hung one is given up after this.
+BOOT_TIMEOUT = 240
+BOOT_ATTEMPTS = 3
+
+
+class LiveNode:
+
+    def __init__(self, log_dir, prefix, **node_kwargs):
+        self.log_dir = log_dir
+        self.prefix = prefix
+        self.node_kwargs = node_kwargs
+        self.current = None
+        self.crashes = []
+
+    def boot(self):
+        """Boot a node, up to BOOT_ATTEMPTS times; returns (seconds, node)."""
+        t0 = time.monotonic()
+        for attempt in range(1, BOOT_ATTEMPTS + 1):
+            n = nodelib.Node(boot_timeout=BOOT_TIMEOUT, **self.node_kwargs)
+            n.prepare()
+            try:
+                n.start()
+                break
+            except nodelib.NodeError as e:
+                logs = self.keep_logs(n, '%s-boot%d' % (self.prefix, attempt))
+                self.crashes.append('boot attempt %d failed: %s; logs: %s'
+                                    % (attempt, str(e).splitlines()[0],
+                                       ', '.join(logs)))
+                if attempt == BOOT_ATTEMPTS:
+                    raise
+        self.current = n
+        return time.monotonic() - t0, n
+
+    def revive(self):
+        """Boot a new node if the current one died."""
+        if self.current is None or self.current.alive():
+            return
+        dead = self.current
+        k = len(self.crashes) + 1
+        logs = self.keep_logs(dead, '%s-crash%d' % (self.prefix, k))
+        self.crashes.append('node crash %d: QEMU exit %s; %s; logs: %s' % (
+            k, dead.proc.returncode,
+            dead.qemu_events().strip().replace('\n', ' | ')[-300:]
+            or 'QEMU logged no event', ', '.join(logs)))
+        self.boot()
+
+    def poweroff(self):
+        """Power the current node off; keep its logs unless all went well."""
+        n = self.current
+        try:
+            return n.poweroff()
+        finally:
+            if n.exit_status != 0:
+                self.keep_logs(n, self.prefix)
+
+    def keep_logs(self, n, name):
+        """Copy a node's console and QEMU log into log_dir."""
+        os.makedirs(self.log_dir, exist_ok=True)
+        kept = []
+        for src, suffix in ((n.console, '-console.log'),
+                            (n.qemu_log, '-qemu.log')):
+            dest = os.path.join(self.log_dir, name + suffix)
+            try:
+                shutil.copyfile(src, dest)
+                kept.append(dest)
+            except (OSError, AttributeError):
+                pass
+        return kept
+
+    def report(self, terminalreporter):
+        """List the crashes and failed boots at the end of the session."""
+        if not self.crashes:
+            return
+        terminalreporter.write_sep('-', 'node crashes and failed boots (a '
+                                   'test that saw a crash was rerun on a '
+                                   'new node)')
+        for line in self.crashes:
+            terminalreporter.write_line(line)
+
+    def __getattr__(self, name):
+        return getattr(self.current, name)
