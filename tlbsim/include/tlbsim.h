@@ -90,9 +90,10 @@ int tlbs_group_invalidate(struct tlbs_group *g, u64 key);
 /*
  * Index a fully associative group directly by key when every key it will
  * see is below @key_bound and the table stays small (the keys of one run's
- * address space); the group must be empty. Returns 1 if it now indexes
- * directly, 0 if it keeps its hash (bound too large, or set associative).
- * A key at or above the bound then aborts the program: a caller's bug.
+ * address space). Returns 1 if it indexes directly, 0 if it uses the hash
+ * (set associative, bound too large, or a group still holding entries that
+ * its direct table does not cover: they move to the hash). A key at or
+ * above the bound of a direct table aborts the program: a caller's bug.
  */
 int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound);
 /* Look up @key, fill it on a miss; returns 1 on a hit. */
@@ -257,9 +258,15 @@ static inline u64 tlbs_rand(u64 *s)
 }
 
 /* Uniform in [0, n). */
+/* A uniform 64-bit value @r scaled to [0, n). */
+static inline u64 tlbs_scale(u64 r, u64 n)
+{
+	return (u64)(((unsigned __int128)r * n) >> 64);
+}
+
 static inline u64 tlbs_rand_below(u64 *s, u64 n)
 {
-	return (u64)(((unsigned __int128)tlbs_rand(s) * n) >> 64);
+	return tlbs_scale(tlbs_rand(s), n);
 }
 
 #endif /* TLBSIM_H */

@@ -167,17 +167,32 @@ static void fa_fill(struct tlbs_group *g, u64 key)
 	g->used++;
 }
 
+/* Index the resident entries of a direct-indexed group by the hash. */
+static void direct_to_hash(struct tlbs_group *g)
+{
+	u32 e;
+
+	free(g->direct);
+	g->direct = NULL;
+	g->dsize = 0;
+	for (e = 0; e < g->entries; e++)
+		if (g->key[e])
+			idx_insert(g, g->key[e], e);
+}
+
 int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound)
 {
 	u64 n = (key_bound + 1) >> 1;
 
-	/* a direct table of at most 256 KiB, for an empty FA group */
-	if (!is_fa(g) || g->used || g->entries >= NIL ||
-	    n > (256u << 10) / sizeof(*g->direct))
+	if (!is_fa(g) || g->entries >= NIL)
 		return 0;
-	if (n <= g->dsize && g->direct) {
-		memset(g->direct, 0, g->dsize * sizeof(*g->direct));
-		return 1;
+	if (g->direct && n <= g->dsize)
+		return 1;	/* the table in place covers every key */
+	if (g->used || n > (256u << 10) / sizeof(*g->direct)) {
+		/* resident entries, or a table over 256 KiB: the hash */
+		if (g->direct)
+			direct_to_hash(g);
+		return 0;
 	}
 	free(g->direct);
 	g->direct = calloc(n, sizeof(*g->direct));

@@ -16,7 +16,7 @@
 #define TLBSIM_TLB_FAST_H
 
 #include <stdlib.h>
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -27,11 +27,6 @@
 static inline int is_fa(const struct tlbs_group *g)
 {
 	return g->sets == 1;
-}
-
-static inline u64 rand_below_of(u64 r, u64 n)
-{
-	return (u64)(((unsigned __int128)r * n) >> 64);
 }
 
 /* ---- fully associative: the key -> entry index ---- */
@@ -127,7 +122,7 @@ static inline int fa_random_access(struct tlbs_group *g, u64 key)
 
 	hm = -(u64)hit;
 	r = tlbs_rand(&rng);
-	slot = (u32)pick(hm, e - 1, rand_below_of(r, g->entries));
+	slot = (u32)pick(hm, e - 1, tlbs_scale(r, g->entries));
 	g->direct[g->key[slot] >> 1] = 0;	/* the victim (or key) leaves */
 	g->key[slot] = key;
 	g->direct[d] = slot + 1;
@@ -148,9 +143,9 @@ static inline u64 *set_of(const struct tlbs_group *g, u64 key, u32 *base)
 
 /*
  * Bit w set where way w of the set holds @v. Every way is compared, with
- * no early exit; 4- and 8-way sets use SIMD compares where the build
- * target has them (make's default -march=native), else unrolled scalar
- * code.
+ * no early exit; 4- and 8-way sets use AVX2 compares where the build
+ * target has them (the Makefile adds -mavx2 on a CPU with AVX2), else
+ * unrolled scalar code.
  */
 static inline u32 ways_equal4(const u64 *k, u64 v)
 {
@@ -168,13 +163,7 @@ static inline u32 ways_equal4(const u64 *k, u64 v)
 
 static inline u32 ways_equal8(const u64 *k, u64 v)
 {
-#if defined(__AVX512F__)
-	return (u32)_mm512_cmpeq_epi64_mask(
-		_mm512_loadu_si512((const void *)k),
-		_mm512_set1_epi64((long long)v));
-#else
 	return ways_equal4(k, v) | ways_equal4(k + 4, v) << 4;
-#endif
 }
 
 static inline u32 ways_equal(const u64 *k, u32 ways, u64 v)
@@ -222,7 +211,7 @@ static inline int sa_random_access(struct tlbs_group *g, u64 key)
 	/* bit 31 stands in for "none": ctz of 0 is undefined */
 	slot = (u32)pick(hm, __builtin_ctz(match | 1u << 31),
 			 pick(em, __builtin_ctz(empty | 1u << 31),
-			      rand_below_of(r, g->ways)));
+			      tlbs_scale(r, g->ways)));
 	k[slot] = key;
 	g->rng = pick(hm | em, g->rng, rng);
 	g->clock += !hit;

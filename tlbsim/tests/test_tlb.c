@@ -256,11 +256,22 @@ static void test_direct_index(void)
 	CHECK(g.direct == NULL, "no direct table for 2^40 keys");
 	CHECK_EQ(tlbs_group_index_direct(&g, K(100)), 1);
 	touch(&g, K(5));
-	/* only an empty group changes its index */
+	/* a bound the table covers keeps it */
+	CHECK_EQ(tlbs_group_index_direct(&g, K(50)), 1);
+	/* a group holding entries moves to the hash for a larger bound
+	 * (a machine reused for a run over a larger space), keeping them */
 	CHECK_EQ(tlbs_group_index_direct(&g, K(200)), 0);
+	CHECK(g.direct == NULL, "direct table dropped");
 	CHECK_EQ(tlbs_group_lookup(&g, K(5)), 1);
-	CHECK_EQ(tlbs_group_flush(&g), 1);
+	CHECK_EQ(tlbs_group_lookup(&g, K(500)), 0);
+	touch(&g, K(500));
+	CHECK_EQ(tlbs_group_count(&g), 2);
+	CHECK_EQ(tlbs_group_flush(&g), 2);
 	CHECK_EQ(tlbs_group_lookup(&g, K(5)), 0);
+	/* empty again: direct once more */
+	CHECK_EQ(tlbs_group_index_direct(&g, K(200)), 1);
+	touch(&g, K(150));
+	CHECK_EQ(tlbs_group_lookup(&g, K(150)), 1);
 	tlbs_group_free(&g);
 	/* set associative groups need no index */
 	CHECK_EQ(tlbs_group_init(&g, "s", 64, 8, TLBS_RANDOM, 1), 0);
