@@ -47,9 +47,10 @@ def node():
 
 @pytest.fixture(autouse=True)
 def _node_alive(request):
-    """Before each test that uses the node: boot a new one if it died."""
-    if 'node' in request.fixturenames or 'balanced_vm' in \
-            request.fixturenames:
+    """Before each test that uses the node (directly or through another
+    fixture: fixturenames is the whole closure): boot a new one if it
+    died."""
+    if 'node' in request.fixturenames:
         LIVE.revive()
 
 
