@@ -103,6 +103,7 @@ def _from_monitor(dom, monitor):
 
 def _memory(rep, dom, pid, host, roots, monitor):
     rep['notes'] = []
+    source = 'maps'     # where each range's HVA comes from
     try:
         blocks, ranges = memmap.guest_ram(dom, pid, roots.proc)
     except (ValueError, OSError) as exc:
@@ -118,6 +119,7 @@ def _memory(rep, dom, pid, host, roots, monitor):
             return
         # the hook (no monitor access) could not place this RAM either
         rep['notes'].append('guest RAM placed by gpa2hva only: %s' % exc)
+        source = 'gpa2hva'
     if dom.uses_hugetlbfs:
         page = max([s for s, _ in dom.hugepages if s] or
                    [proc.default_hugepage_size(roots.proc)])
@@ -129,8 +131,12 @@ def _memory(rep, dom, pid, host, roots, monitor):
         item = {'block': r.block, 'gpa': r.gpa, 'hva': r.hva,
                 'length': r.length, 'misalignment': r.misalignment(page),
                 'ambiguous': any(b.ambiguous for b in blocks
-                                 if b.id == r.block)}
-        if monitor is not None:
+                                 if b.id == r.block),
+                'hva_source': source}
+        # RAM read from maps is checked against QEMU's own gpa2hva; RAM
+        # placed by gpa2hva already is QEMU's answer (asking again would
+        # compare it with itself)
+        if monitor is not None and source == 'maps':
             try:
                 got = monitor.gpa2hva(r.gpa)
             except Exception as exc:    # monitor busy, QEMU gone...

@@ -123,7 +123,9 @@ def test_ram_maps_cannot_place_is_asked_of_qemu(tmp_path):
     assert rep['errors'] == []
     assert rep['notes'][0].startswith('guest RAM placed by gpa2hva only')
     r = rep['ranges'][0]
-    assert r['hva'] == r['gpa2hva'] == HVA + 0x1000
+    # the HVA is QEMU's answer, not compared with itself a second time
+    assert r['hva'] == HVA + 0x1000 and r['hva_source'] == 'gpa2hva'
+    assert 'gpa2hva' not in r
     assert r['misalignment'] == 0x1000 and rep['aligned'] is False
     roots.configfs = None
     _, (rep,) = vmreport.collect(roots, monitor=False,
