@@ -75,17 +75,9 @@ def cpu_topology(cpu, sysfs_cpu=None):
 
 
 def _kib(elem):
-    unit = (elem.get('unit') or 'KiB').lower()
-    if unit not in domxml.UNITS:
-        raise ValueError('<%s>: unknown unit %r'
-                         % (elem.tag, elem.get('unit')))
-    try:
-        value = int((elem.text if elem.tag != 'cell' else elem.get('memory'))
-                    .strip())
-    except (AttributeError, ValueError):
-        raise ValueError('<%s>: memory size is not an integer' % elem.tag) \
-            from None
-    return value * domxml.UNITS[unit] // 1024
+    cell = elem.tag == 'cell'
+    return domxml.to_bytes(elem, '<%s>' % elem.tag,
+                           text=elem.get('memory') if cell else None) // 1024
 
 
 def _set_kib(elem, kib):
@@ -180,6 +172,8 @@ def _check_pinning(root, policy, topology):
     pins = {}
     for pin in root.findall('./cputune/vcpupin'):
         try:
+            if pin.get('cpuset') is None:
+                raise ValueError('no cpuset')
             pins[int(pin.get('vcpu'))] = domxml.parse_cpuset(pin.get('cpuset'))
         except (TypeError, ValueError):
             raise ValueError('bad <vcpupin vcpu=%r cpuset=%r>'

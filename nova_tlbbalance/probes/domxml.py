@@ -49,16 +49,21 @@ def format_cpuset(cpus):
     return ','.join(out)
 
 
-def _bytes(elem, what, default_unit='KiB'):
-    if elem is None or elem.text is None:
+def to_bytes(elem, what, text=None, default_unit='KiB'):
+    """Bytes of a libvirt size element (its text, or ``text`` when the
+    number is an attribute, as <cell memory=...>) in its ``unit``; a
+    ValueError naming ``what`` otherwise."""
+    if text is None and elem is not None:
+        text = elem.text
+    if elem is None or text is None:
         raise ValueError('%s is missing' % what)
     unit = (elem.get('unit') or default_unit).lower()
     if unit not in UNITS:
         raise ValueError('%s: unknown unit %r' % (what, elem.get('unit')))
     try:
-        return int(elem.text.strip()) * UNITS[unit]
+        return int(text.strip()) * UNITS[unit]
     except ValueError:
-        raise ValueError('%s: %r is not an integer' % (what, elem.text)) \
+        raise ValueError('%s: %r is not an integer' % (what, text)) \
             from None
 
 
@@ -120,7 +125,7 @@ def parse(xml):
     if cells:
         memory = sum(c.memory for c in cells)
     else:
-        memory = _bytes(root.find('memory'), '%s: <memory>' % where)
+        memory = to_bytes(root.find('memory'), '%s: <memory>' % where)
     pages = []
     for page in root.findall('memoryBacking/hugepages/page'):
         size = page.get('size')

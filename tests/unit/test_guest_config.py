@@ -180,6 +180,11 @@ def test_tlbi_scope_needs_every_vcpu_pinned_to_one_cpu():
     xml = pinned(['0']).replace('<vcpu>1</vcpu>', '<vcpu>2</vcpu>')
     with pytest.raises(gc.PolicyConflict, match='vCPU\\(s\\) 1 '):
         apply(xml, policy=pol)
+    # a <vcpupin> without cpuset is malformed XML, not a missing pin
+    xml = pinned(['0']).replace(' cpuset="0"', '')
+    with pytest.raises(ValueError, match="bad <vcpupin vcpu='0' "
+                                         "cpuset=None>"):
+        apply(xml, policy=pol)
 
 
 TOPO = {0: (0, 0, 0), 1: (0, 0, 0), 2: (0, 0, 1), 3: (0, 0, 1),
@@ -243,6 +248,8 @@ def test_this_hosts_sysfs_is_readable():
     ('<domain><name>x</name><memory unit="parsec">1</memory>'
      '<vcpu>1</vcpu></domain>', 'unknown unit'),
     ('<domain><name>x</name><memory>4096</memory></domain>', '<vcpu>'),
+    ('<domain><name>x</name><memory>4M</memory><vcpu>1</vcpu></domain>',
+     "<memory>: '4M' is not an integer"),
 ])
 def test_malformed_domains(xml, match):
     with pytest.raises(ValueError, match=match):
