@@ -1,9 +1,11 @@
 """VMs inside a booted node: what the e2e tests and the demo both do.
 
-Everything runs in the node through :class:`node.Node`; the tagged domain
-XML comes from the driver plugin's own code (``tlbbalance domain apply``,
-the CLI front of ``nova_tlbbalance.guest_config.apply_to_domain_xml``).
-Standard library only.
+VMs are defined, started and inspected in the node through
+:class:`node.Node`. The tagged domain XML comes from the driver plugin's
+own code (``tlbbalance domain apply``, the CLI front of
+``nova_tlbbalance.guest_config.apply_to_domain_xml``), run on this machine
+under Debian's python3, which has lxml: this module stays standard-library
+only, so the e2e venv needs nothing but pytest (see tagged_xml).
 """
 
 import json
