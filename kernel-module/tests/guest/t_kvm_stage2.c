@@ -30,7 +30,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_COLLAPSE
@@ -42,6 +41,7 @@
 #include "tap.h"
 #include "thp.h"
 #include "tlbb_defs.h"
+#include "util.h"
 
 #define CODE_GPA	0x0ul
 #define CODE_SIZE	0x10000ul
@@ -83,14 +83,6 @@ struct stage2_vm {
 	uint8_t *mem;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void vm_setup(struct stage2_vm *s, uint8_t *mem)
 {
 	s->mem = mem;
@@ -117,7 +109,7 @@ static bool guest_touch(struct stage2_vm *s, const char *what,
 			uint32_t marker)
 {
 	size_t pages = SLOT_SIZE / PAGE, i, wrong = 0;
-	double t0 = now();
+	double t0 = tlbb_now_s();
 	uint32_t word;
 
 	kvm_vcpu_set_regs32(s->vcpu, ENTRY_GPA, SLOT_GPA, marker, pages, 0);
@@ -125,7 +117,7 @@ static bool guest_touch(struct stage2_vm *s, const char *what,
 	if (!tap_ok(s->vcpu->run->exit_reason == KVM_EXIT_IO &&
 		    s->vcpu->run->io.port == DONE_PORT,
 		    "%s: guest loop ran to its out 0x%x (%s, %.2f s)", what,
-		    DONE_PORT, kvm_vcpu_exit_str(s->vcpu), now() - t0))
+		    DONE_PORT, kvm_vcpu_exit_str(s->vcpu), tlbb_now_s() - t0))
 		return false;
 	for (i = 0; i < pages; i++) {
 		memcpy(&word, s->mem + i * PAGE, sizeof(word));
@@ -237,8 +229,8 @@ static void test_limited(struct stage2_vm *s)
 	sum = thp_checksum(s->mem, SLOT_SIZE);
 
 	/* The limit steps down to the floor; the limiter follows it. */
-	t0 = now();
-	while (now() - t0 < 60) {
+	t0 = tlbb_now_s();
+	while (tlbb_now_s() - t0 < 60) {
 		limit = tlbb_stat_u64(vm, TLBB_S_huge_limit);
 		hc = tlbb_stat_u64(vm, TLBB_S_huge_pages);
 		if (limit == LIMIT_FLOOR && hc <= limit)
@@ -247,7 +239,7 @@ static void test_limited(struct stage2_vm *s)
 	}
 	tlbb_inject_off(vm);
 	tap_diag("limit: N_hl=%" PRIu64 " N_hc=%" PRIu64 " after %.2f s, "
-		 "splits=%" PRIu64, limit, hc, now() - t0,
+		 "splits=%" PRIu64, limit, hc, tlbb_now_s() - t0,
 		 tlbb_stat_u64(vm, TLBB_S_splits));
 	tap_ok(limit == LIMIT_FLOOR,
 	       "limit: controller lowered N_hl from %" PRIu64 " to the floor %d",

@@ -249,17 +249,30 @@ static void test_rmdir_under_load(void)
 {
 	pid_t holder = spawn_holder(), w[2];
 	int i, k, bad = 0, status;
+	/* per worker: operations that reached a live VM (shared pages) */
+	volatile long *ok = mmap(NULL, 2 * sizeof(long),
+				 PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
+	if (ok == MAP_FAILED) {
+		tap_ok(0, "mmap of the worker counters: %s", strerror(errno));
+		reap(holder);
+		return;
+	}
+	ok[0] = ok[1] = 0;
 	for (k = 0; k < 2; k++) {
 		w[k] = fork();
 		if (!w[k]) {
 			char buf[8192];
 			int fd = -1, j;
 
-			for (j = 0; j < 100000; j++) {
+			/* until killed: busy for the whole create/remove run */
+			for (j = 0;; j++) {
 				if (k == 0) {
-					file_read(tlbb_path("busy", "status"),
-						  buf, sizeof(buf));
+					if (file_read(tlbb_path("busy",
+							"status"),
+						      buf, sizeof(buf)) > 0)
+						ok[0]++;
 					tlbb_set("busy", "samples", "%d\n",
 						 1 + j % 5);
 				} else {
@@ -271,10 +284,10 @@ static void test_rmdir_under_load(void)
 						close(fd);
 						fd = -1;
 					}
-					tlbb_inject("busy", j, 2 * j);
+					if (!tlbb_inject("busy", j, 2 * j))
+						ok[1]++;
 				}
 			}
-			_exit(0);
 		}
 	}
 	for (i = 0; i < 100; i++) {
@@ -296,11 +309,19 @@ static void test_rmdir_under_load(void)
 	for (k = 0; k < 2; k++) {
 		kill(w[k], SIGKILL);
 		waitpid(w[k], &status, 0);
-		if (!WIFSIGNALED(status) && !WIFEXITED(status))
+		/* still running when killed: it overlapped every round */
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+			tap_diag("worker %d ended by itself (status %#x)", k,
+				 status);
 			bad++;
+		}
 	}
 	reap(holder);
 	tap_ok(!bad, "100 x mkdir/register/balance/rmdir while two processes read, write and inject");
+	tap_ok(ok[0] > 0 && ok[1] > 0,
+	       "the workers reached a live VM: %ld status reads, %ld injections",
+	       ok[0], ok[1]);
+	munmap((void *)ok, 2 * sizeof(long));
 }
 
 static void test_rmmod(void)

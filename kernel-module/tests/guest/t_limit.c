@@ -30,8 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cfs.h"
@@ -87,10 +85,25 @@ static uint64_t khugepaged_full_scans(void)
 	return v;
 }
 
+/* smaps huge pages of the region, polled until @want or @ms pass */
+static long wait_huge(long want, unsigned int ms)
+{
+	unsigned int t;
+	long huge = -1;
+
+	for (t = 0; t <= ms; t += 20) {
+		huge = smaps_huge();
+		if (huge == want)
+			break;
+		tlbb_msleep(20);
+	}
+	return huge;
+}
+
 static void setup(void)
 {
-	long huge = 0;
-	int i, err;
+	long huge;
+	int err;
 
 	tap_require(!thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10") &&
 		    !thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "10"),
@@ -98,12 +111,11 @@ static void setup(void)
 	len = PAGES * thp_pmd_size();
 	region = thp_alloc(len, 0, 1);
 	thp_fill(region, len, 42);
-	for (i = 0; i < 200 && (huge = smaps_huge()) != PAGES; i++)
-		tlbb_msleep(50);
+	huge = wait_huge(PAGES, 10000);
 	tap_require(huge == PAGES, "setup: %d huge pages back the region (%ld)",
 		    PAGES, huge);
-	tap_ok(1, "setup: %zu MiB of THP memory, %d huge pages", len >> 20,
-	       PAGES);
+	tap_diag("setup: %zu MiB of THP memory, %d huge pages", len >> 20,
+		 PAGES);
 
 	tap_require(!tlbb_vm_create(VM), "mkdir vms/" VM);
 	err = tlbb_set(VM, "pid", "%d\n", getpid());
@@ -236,20 +248,6 @@ static void raise_back(uint64_t sum0)
 	tap_ok(region_nohuge() == 0, "VM_NOHUGEPAGE lifted from the region");
 	tap_ok(thp_checksum(region, len) == sum0,
 	       "checksum unchanged after the huge pages returned");
-}
-
-static long wait_huge(long want, unsigned int ms)
-{
-	unsigned int t;
-	long huge = -1;
-
-	for (t = 0; t <= ms; t += 20) {
-		huge = smaps_huge();
-		if (huge == want)
-			break;
-		tlbb_msleep(20);
-	}
-	return huge;
 }
 
 /*
