@@ -98,6 +98,12 @@ int tlbs_group_invalidate(struct tlbs_group *g, u64 key);
 int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound);
 /* Look up @key, fill it on a miss; returns 1 on a hit. */
 int tlbs_group_access(struct tlbs_group *g, u64 key);
+/*
+ * tlbs_group_access() on each of @n keys in order (src/tlb_run.c), adding
+ * each miss to @walks[size class of its key].
+ */
+void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,
+		    u64 *walks);
 /* Remove every entry; returns how many were valid. */
 u32 tlbs_group_flush(struct tlbs_group *g);
 /* Number of valid entries. */
@@ -176,8 +182,14 @@ struct tlbs_mmu {
 	/* per class: the one group its path holds, or NULL (several) */
 	struct tlbs_group *only[TLBS_NCLASS];
 	u64 splits, restores;
-	/* groups the last access hit first (see same_page() in mmu.c) */
-	u32 memo_n, memo_g[2];
+	/*
+	 * batch mode (every class's path is one group): the keys of a batch
+	 * of accesses, one list per group, run by tlbs_group_run();
+	 * list[class] is the list of that class's group
+	 */
+	int batch;
+	u32 list[TLBS_NCLASS];
+	u64 *keys[TLBS_NCLASS];
 };
 
 int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,

@@ -22,6 +22,9 @@
 
 enum { H_UNTOUCHED = 0, H_SMALL = 1, H_HUGE = 2, H_OUTSIDE = 3 };
 
+/* Accesses per batch in batch mode (see tlbs_mmu_run()). */
+#define BATCH 2048
+
 /*
  * Every key this run can make has a page number below the address space's
  * end at its page size (GVA, GPA and native addresses all lie in
@@ -48,6 +51,9 @@ static void index_groups(struct tlbs_mmu *u)
 	}
 	for (c = 0; c < TLBS_NCLASS; c++)
 		u->only[c] = m->pathlen[c] == 1 ? &m->g[m->path[c][0]] : NULL;
+	u->batch = u->only[TLBS_BASE] && u->only[TLBS_HUGE];
+	u->list[TLBS_BASE] = 0;
+	u->list[TLBS_HUGE] = u->only[TLBS_HUGE] != u->only[TLBS_BASE];
 }
 
 int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
@@ -90,6 +96,13 @@ int tlbs_mmu_init(struct tlbs_mmu *u, struct tlbs_machine *m,
 			u->thp[r] = H_OUTSIDE;	/* partial: never a THP */
 	}
 	u->limit = ~0ULL;
+	for (r = 0; r < TLBS_NCLASS; r++) {
+		/* two keys per access at most (stage 1 and stage 2), and
+		 * the slot emit() may write without counting */
+		u->keys[r] = malloc((2 * BATCH + 1) * sizeof(*u->keys[r]));
+		if (!u->keys[r])
+			return -1;
+	}
 	index_groups(u);
 	return 0;
 }
@@ -100,8 +113,11 @@ void tlbs_mmu_free(struct tlbs_mmu *u)
 	free(u->thp);
 	free(u->split_by_limiter);
 	free(u->split_stack);
+	free(u->keys[0]);
+	free(u->keys[1]);
 	u->huge1 = u->thp = u->split_by_limiter = NULL;
 	u->split_stack = NULL;
+	u->keys[0] = u->keys[1] = NULL;
 }
 
 u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u)
@@ -113,23 +129,53 @@ u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u)
 	return n;
 }
 
+/*
+ * The per-access path reads the run's constants from a local copy, so that
+ * its stores (keys, counters, all u64) cannot make the compiler reload
+ * them from the structs after each one.
+ */
+struct xctx {
+	u32 bs, hs;
+	u64 pmask;		/* base pages per huge region - 1 */
+	u64 hva_offset, host_first;
+	int aligned;		/* GPA and HVA congruent modulo huge */
+	const unsigned char *huge1;
+	unsigned char *thp;
+	/* same-page memo (see same_page()) */
+	u64 last, skipped;
+	u32 memo;		/* classes of the last access: c1 | c2 << 1 | n << 2 */
+};
+
 static inline int aligned2(const struct tlbs_mmu *u)
 {
 	return !(u->hva_offset & ((1ULL << u->m->huge_shift) - 1));
 }
 
-/* Guest-physical address of workload offset @off. */
-static inline u64 gpa_of(const struct tlbs_mmu *u, u64 off, u64 r)
+static void xctx_init(struct xctx *x, struct tlbs_mmu *u)
 {
-	u32 bs = u->m->base_shift, hs = u->m->huge_shift;
-	u64 pmask = (1ULL << (hs - bs)) - 1, idx;
+	memset(x, 0, sizeof(*x));
+	x->bs = u->m->base_shift;
+	x->hs = u->m->huge_shift;
+	x->pmask = (1ULL << (x->hs - x->bs)) - 1;
+	x->hva_offset = u->hva_offset;
+	x->host_first = u->host_first;
+	x->aligned = aligned2(u);
+	x->huge1 = u->huge1;
+	x->thp = u->thp;
+	x->last = ~0ULL;
+}
 
-	if (u->huge1[r])
+/* Guest-physical address of workload offset @off, in huge region @r. */
+static inline u64 gpa_of(const struct xctx *x, u64 off, u64 r)
+{
+	u64 idx;
+
+	if (x->huge1[r])
 		return off;
 	/* base pages scattered inside the region: a bijection on the index */
-	idx = (off >> bs) & pmask;
-	idx = ((idx ^ (r * 0x5bd1e995ULL)) * 0x9E3779B1ULL) & pmask;
-	return (r << hs) | (idx << bs) | (off & ((1ULL << bs) - 1));
+	idx = (off >> x->bs) & x->pmask;
+	idx = ((idx ^ (r * 0x5bd1e995ULL)) * 0x9E3779B1ULL) & x->pmask;
+	return (r << x->hs) | (idx << x->bs) | (off & ((1ULL << x->bs) - 1));
 }
 
 static inline unsigned char fault_in(struct tlbs_mmu *u, u64 hi)
@@ -144,22 +190,31 @@ static inline unsigned char fault_in(struct tlbs_mmu *u, u64 hi)
 	return st;
 }
 
-static inline enum tlbs_class class2(struct tlbs_mmu *u, u64 gpa)
+static inline u64 host_region(const struct xctx *x, u64 gpa)
 {
-	u64 hi = ((gpa + u->hva_offset) >> u->m->huge_shift) - u->host_first;
-	unsigned char st = u->thp[hi];
+	return ((gpa + x->hva_offset) >> x->hs) - x->host_first;
+}
 
-	if (st == H_UNTOUCHED)
+static inline enum tlbs_class class2(struct tlbs_mmu *u,
+				     const struct xctx *x, u64 gpa)
+{
+	u64 hi = host_region(x, gpa);
+	unsigned char st = x->thp[hi];
+
+	if (__builtin_expect(st == H_UNTOUCHED, 0))
 		st = fault_in(u, hi);
-	return (st == H_HUGE && aligned2(u)) ? TLBS_HUGE : TLBS_BASE;
+	return (st == H_HUGE && x->aligned) ? TLBS_HUGE : TLBS_BASE;
 }
 
 enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
 {
-	u64 r = off >> u->m->huge_shift, gpa = gpa_of(u, off, r);
-	u64 hi = ((gpa + u->hva_offset) >> u->m->huge_shift) - u->host_first;
+	struct xctx x;
+	u64 gpa;
 
-	return (u->thp[hi] == H_HUGE && aligned2(u)) ? TLBS_HUGE : TLBS_BASE;
+	xctx_init(&x, (struct tlbs_mmu *)u);
+	gpa = gpa_of(&x, off, off >> x.hs);
+	return (u->thp[host_region(&x, gpa)] == H_HUGE && x.aligned) ?
+	       TLBS_HUGE : TLBS_BASE;
 }
 
 /* Look a translation up along its class's path; fill on a miss. */
@@ -190,62 +245,102 @@ translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 		tlbs_group_fill(&m->g[m->path[c][i]], key);
 }
 
+/* How run_model() hands on the keys it makes. */
+enum emit_mode {
+	EMIT_TRANSLATE,		/* look up now, access by access */
+	EMIT_ONE_LIST,		/* batch mode, one group for both classes */
+	EMIT_TWO_LISTS,		/* batch mode, a group per class */
+};
+
+/* Key lists of a batch: where the next base / huge key goes. */
+struct lists {
+	u64 *base, *huge;
+};
+
+/*
+ * Translate now, or in batch mode append the key to its group's list (run
+ * by tlbs_group_run() at the end of the batch). With two lists the key is
+ * written to both and only its class's list advances: no branch on the
+ * class (the lists have a slot to spare for the write that does not count).
+ */
+static inline __attribute__((always_inline)) void
+emit(struct tlbs_mmu *u, struct lists *l, enum emit_mode mode,
+     enum tlbs_class c, u64 key)
+{
+	switch (mode) {
+	case EMIT_TRANSLATE:
+		translate(u, c, key);
+		break;
+	case EMIT_ONE_LIST:
+		*l->base++ = key;
+		break;
+	case EMIT_TWO_LISTS:
+		*l->base = key;
+		*l->huge = key;
+		l->base += c == TLBS_BASE;
+		l->huge += c == TLBS_HUGE;
+		break;
+	}
+}
+
 /*
  * An access to the base page of the access before it needs no lookup: that
  * translation's entries were just hit or filled and nothing ran in between
  * (limits change only between calls), so they hit again, and a hit on the
  * most recent entry changes no replacement state. Count the hits only.
  */
-static inline void memo_flush(struct tlbs_mmu *u, u64 *skipped)
+static inline __attribute__((always_inline)) void
+memo_flush(struct tlbs_mmu *u, struct xctx *x)
 {
-	if (!*skipped)
+	struct tlbs_machine *m = u->m;
+
+	if (!x->skipped)
 		return;
-	u->m->g[u->memo_g[0]].hits += *skipped;
-	if (u->memo_n > 1)
-		u->m->g[u->memo_g[1]].hits += *skipped;
-	*skipped = 0;
+	m->g[m->path[x->memo & 1][0]].hits += x->skipped;
+	if (x->memo >> 2 > 1)
+		m->g[m->path[(x->memo >> 1) & 1][0]].hits += x->skipped;
+	x->skipped = 0;
 }
 
-static inline int same_page(struct tlbs_mmu *u, u64 a, u64 *last,
-			    u64 *skipped)
+static inline int same_page(struct tlbs_mmu *u, struct xctx *x, u64 a)
 {
-	u64 p = a >> u->m->base_shift;
+	u64 p = a >> x->bs;
 
-	if (p == *last) {
-		++*skipped;
+	if (p == x->last) {
+		x->skipped++;
 		return 1;
 	}
-	memo_flush(u, skipped);
-	*last = p;
+	if (__builtin_expect(x->skipped != 0, 0))
+		memo_flush(u, x);
+	x->last = p;
 	return 0;
 }
 
-static inline void memo(struct tlbs_mmu *u, u32 n, enum tlbs_class c0,
+static inline void memo(struct xctx *x, u32 n, enum tlbs_class c0,
 			enum tlbs_class c1)
 {
-	u->memo_n = n;
-	u->memo_g[0] = u->m->path[c0][0];
-	u->memo_g[1] = u->m->path[c1][0];
+	x->memo = c0 | c1 << 1 | n << 2;
 }
 
-void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
+static inline __attribute__((always_inline)) void
+run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
+	  struct lists *l, enum emit_mode batched)
 {
-	u32 bs = u->m->base_shift, hs = u->m->huge_shift, k;
+	u32 bs = x->bs, hs = x->hs, k;
 	u32 sh[TLBS_NCLASS] = { bs, hs };
-	u64 last = ~0ULL, skipped = 0;
 
-	u->accesses += n;
 	switch (u->model) {
 	case TLBS_NATIVE:
 		for (k = 0; k < n; k++) {
 			u64 a = off[k];
 			enum tlbs_class c;
 
-			if (same_page(u, a, &last, &skipped))
+			if (same_page(u, x, a))
 				continue;
-			c = u->huge1[a >> hs];
-			translate(u, c, tlbs_key(TLBS_SP_NATIVE, c, a >> sh[c]));
-			memo(u, 1, c, c);
+			c = x->huge1[a >> hs];
+			emit(u, l, batched, c, tlbs_key(TLBS_SP_NATIVE, c,
+							a >> sh[c]));
+			memo(x, 1, c, c);
 		}
 		break;
 	case TLBS_VZ:
@@ -253,16 +348,16 @@ void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
 			u64 a = off[k], r = a >> hs, g;
 			enum tlbs_class c1, c2;
 
-			if (same_page(u, a, &last, &skipped))
+			if (same_page(u, x, a))
 				continue;
-			g = gpa_of(u, a, r);
-			c1 = u->huge1[r];
-			c2 = class2(u, g);
-			translate(u, c1, tlbs_key(TLBS_SP_STAGE1, c1,
-						  a >> sh[c1]));
-			translate(u, c2, tlbs_key(TLBS_SP_STAGE2, c2,
-						  g >> sh[c2]));
-			memo(u, 2, c1, c2);
+			g = gpa_of(x, a, r);
+			c1 = x->huge1[r];
+			c2 = class2(u, x, g);
+			emit(u, l, batched, c1,
+			     tlbs_key(TLBS_SP_STAGE1, c1, a >> sh[c1]));
+			emit(u, l, batched, c2,
+			     tlbs_key(TLBS_SP_STAGE2, c2, g >> sh[c2]));
+			memo(x, 2, c1, c2);
 		}
 		break;
 	case TLBS_COMBINED:
@@ -270,19 +365,57 @@ void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
 			u64 a = off[k], r = a >> hs, g;
 			enum tlbs_class c1, c2, c;
 
-			if (same_page(u, a, &last, &skipped))
+			if (same_page(u, x, a))
 				continue;
-			g = gpa_of(u, a, r);
-			c1 = u->huge1[r];
-			c2 = class2(u, g);
+			g = gpa_of(x, a, r);
+			c1 = x->huge1[r];
+			c2 = class2(u, x, g);
 			c = c1 < c2 ? c1 : c2;
-			translate(u, c, tlbs_key(TLBS_SP_COMBINED, c,
-						 a >> sh[c]));
-			memo(u, 1, c, c);
+			emit(u, l, batched, c, tlbs_key(TLBS_SP_COMBINED, c,
+							a >> sh[c]));
+			memo(x, 1, c, c);
 		}
 		break;
 	}
-	memo_flush(u, &skipped);
+}
+
+/*
+ * In batch mode each group's hits and misses depend only on its own keys
+ * in order, and nothing else changes the groups within a call (limits,
+ * splits and shoot-downs happen between calls): the keys of up to BATCH
+ * accesses are listed per group, then each list runs through its group.
+ * First touches (host faults) still happen in access order. Same results
+ * as translating access by access (test_mmu compares the two).
+ */
+void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
+{
+	struct xctx x;
+	struct lists l = { NULL, NULL };
+	u32 m;
+
+	xctx_init(&x, u);
+	u->accesses += n;
+	if (!u->batch) {
+		run_model(u, &x, off, n, &l, EMIT_TRANSLATE);
+		memo_flush(u, &x);
+		return;
+	}
+	for (; n; off += m, n -= m) {
+		m = n < BATCH ? n : BATCH;
+		l.base = u->keys[TLBS_BASE];
+		l.huge = u->keys[TLBS_HUGE];
+		if (u->list[TLBS_HUGE]) {
+			run_model(u, &x, off, m, &l, EMIT_TWO_LISTS);
+			tlbs_group_run(u->only[TLBS_HUGE], u->keys[TLBS_HUGE],
+				       (u32)(l.huge - u->keys[TLBS_HUGE]),
+				       u->walks);
+		} else {
+			run_model(u, &x, off, m, &l, EMIT_ONE_LIST);
+		}
+		tlbs_group_run(u->only[TLBS_BASE], u->keys[TLBS_BASE],
+			       (u32)(l.base - u->keys[TLBS_BASE]), u->walks);
+	}
+	memo_flush(u, &x);
 }
 
 static void invalidate_all(struct tlbs_mmu *u, enum tlbs_class c, u64 key)

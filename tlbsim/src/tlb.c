@@ -221,7 +221,8 @@ static void sa_fill(struct tlbs_group *g, u64 key)
 				victim = w;
 	}
 	k[victim] = key;
-	g->stamp[base + victim] = ++g->clock;
+	if (g->repl != TLBS_RANDOM)
+		g->stamp[base + victim] = ++g->clock;
 }
 
 int tlbs_group_lookup(struct tlbs_group *g, u64 key)

@@ -59,13 +59,25 @@ static inline u64 dslot(const struct tlbs_group *g, u64 key)
 	return d;
 }
 
+/*
+ * Direct index: the entry @key was last put in, or NIL. An entry whose key
+ * was evicted by random replacement keeps its index slot (clearing it
+ * would wait on loading the victim's key), so the entry is checked.
+ */
+static inline u32 direct_find(const struct tlbs_group *g, u64 key)
+{
+	u32 e = g->direct[dslot(g, key)] - 1;
+
+	return e != NIL && g->key[e] == key ? e : NIL;
+}
+
 /* Entry holding @key, or NIL. */
 static inline u32 idx_find(const struct tlbs_group *g, u64 key)
 {
 	u32 s;
 
 	if (g->direct)
-		return g->direct[dslot(g, key)] - 1;
+		return direct_find(g, key);
 	s = hfind(g, key);
 	return g->hkey[s] ? g->hslot[s] : NIL;
 }
@@ -113,17 +125,19 @@ static inline u64 pick(u64 m, u64 a, u64 b)
 	return (a & m) | (b & ~m);
 }
 
-/* Full, random replacement, direct index: no branch on the outcome. */
+/*
+ * Full, random replacement, direct index: no branch on the outcome. The
+ * victim's index slot is left as it is (see direct_find()).
+ */
 static inline int fa_random_access(struct tlbs_group *g, u64 key)
 {
 	u64 d = dslot(g, key), rng = g->rng, r, hm;
-	u32 e = g->direct[d], slot;
-	int hit = e != 0;
+	u32 e = g->direct[d] - 1, slot;
+	int hit = e != NIL && g->key[e] == key;
 
 	hm = -(u64)hit;
 	r = tlbs_rand(&rng);
-	slot = (u32)pick(hm, e - 1, tlbs_scale(r, g->entries));
-	g->direct[g->key[slot] >> 1] = 0;	/* the victim (or key) leaves */
+	slot = (u32)pick(hm, e, tlbs_scale(r, g->entries));
 	g->key[slot] = key;
 	g->direct[d] = slot + 1;
 	g->rng = pick(hm, g->rng, rng);
@@ -195,11 +209,12 @@ static inline int sa_lookup(struct tlbs_group *g, u64 key)
 /*
  * Random replacement: the victim is the first empty way, else a random
  * one (as sa_fill in tlb.c), chosen without a branch on the outcome.
+ * Random replacement keeps no stamps.
  */
 static inline int sa_random_access(struct tlbs_group *g, u64 key)
 {
 	u32 base, match, empty, slot;
-	u64 *k = set_of(g, key, &base), rng = g->rng, r, hm, em, *st;
+	u64 *k = set_of(g, key, &base), rng = g->rng, r, hm, em;
 	int hit;
 
 	match = ways_equal(k, g->ways, key);
@@ -214,9 +229,6 @@ static inline int sa_random_access(struct tlbs_group *g, u64 key)
 			      tlbs_scale(r, g->ways)));
 	k[slot] = key;
 	g->rng = pick(hm | em, g->rng, rng);
-	g->clock += !hit;
-	st = &g->stamp[base + slot];
-	*st = pick(hm, *st, g->clock);
 	g->hits += hit;
 	g->misses += !hit;
 	g->fills += !hit;
