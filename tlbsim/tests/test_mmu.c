@@ -2,9 +2,11 @@
 /*
  * Translation against hand-computed cases: native base/huge, the MIPS-VZ
  * model needing two resident entries, the combined model, HVA/GPA
- * misalignment forcing base-size stage-2 entries, the THP limiter.
+ * misalignment forcing base-size stage-2 entries, the THP limiter; and
+ * batch mode against translation access by access.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "tlbsim.h"
@@ -246,6 +248,105 @@ static void test_limiter(void)
 	tlbs_machine_free(&m);
 }
 
+/* Same counters and TLB contents in two machines' groups. */
+static int same_groups(const struct tlbs_machine *a,
+		       const struct tlbs_machine *b)
+{
+	u32 i;
+
+	for (i = 0; i < a->ngroups; i++) {
+		const struct tlbs_group *x = &a->g[i], *y = &b->g[i];
+
+		if (x->hits != y->hits || x->misses != y->misses ||
+		    x->fills != y->fills || x->rng != y->rng ||
+		    memcmp(x->key, y->key, x->entries * sizeof(*x->key)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Batch mode (key lists per group, see tlbs_mmu_run) gives the results of
+ * translating access by access: every model, THP setting, an HVA offset,
+ * on a preset whose paths are one group each (gs464v: batch mode) and
+ * with limits changing between calls of random length, the same refills,
+ * faults, splits and TLB contents.
+ */
+static void test_batch_matches_single(const char *preset)
+{
+	static const struct { enum tlbs_model model; int thp1, thp2;
+			      u64 hva; } cases[] = {
+		{ TLBS_NATIVE, 1, 0, 0 }, { TLBS_NATIVE, 0, 0, 0 },
+		{ TLBS_VZ, 1, 1, 0 }, { TLBS_VZ, 1, 0, 0 },
+		{ TLBS_VZ, 0, 1, 0 }, { TLBS_VZ, 1, 1, 16384 },
+		{ TLBS_COMBINED, 1, 1, 0 }, { TLBS_COMBINED, 0, 1, 0 },
+	};
+	struct tlbs_machine ma, mb;
+	struct tlbs_workload w;
+	struct tlbs_mmu a, b;
+	char err[256];
+	u64 off[5000], rng = 99, total = 0;
+	u32 i, call, n, bad = 0;
+	size_t c;
+
+	CHECK_EQ(tlbs_machine_load(&ma, preset, err, sizeof(err)), 0);
+	CHECK_EQ(tlbs_machine_load(&mb, preset, err, sizeof(err)), 0);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		CHECK_EQ(tlbs_workload_parse(&w, "chase:size=1600M,"
+			 "hot_pages=3000,hot_frac=0.6", ma.huge_shift, err,
+			 sizeof(err)), 0);
+		tlbs_machine_reset_stats(&ma);
+		tlbs_machine_reset_stats(&mb);
+		for (i = 0; i < ma.ngroups; i++) {
+			tlbs_group_flush(&ma.g[i]);
+			tlbs_group_flush(&mb.g[i]);
+		}
+		CHECK_EQ(tlbs_mmu_init(&a, &ma, cases[c].model, w.size,
+				       cases[c].thp1, cases[c].thp2,
+				       cases[c].hva), 0);
+		CHECK_EQ(tlbs_mmu_init(&b, &mb, cases[c].model, w.size,
+				       cases[c].thp1, cases[c].thp2,
+				       cases[c].hva), 0);
+		CHECK(a.batch, "%s: batch mode", preset);
+		b.batch = 0;
+		bad = 0;
+		for (call = 0; call < 200; call++) {
+			n = (u32)tlbs_rand_below(&rng, 5000) + 1;
+			tlbs_workload_fill(&w, off, n);
+			/* runs of accesses to one page (skipped lookups) */
+			for (i = 1; i < n; i++)
+				if (tlbs_rand_below(&rng, 4) == 0)
+					off[i] = off[i - 1] ^ 8;
+			tlbs_mmu_run(&a, off, n);
+			tlbs_mmu_run(&b, off, n);
+			if (call % 20 == 19) {
+				u64 lim = tlbs_rand_below(&rng, 51);
+
+				tlbs_mmu_apply_limit(&a, lim);
+				tlbs_mmu_apply_limit(&b, lim);
+			}
+			if (a.walks[0] != b.walks[0] ||
+			    a.walks[1] != b.walks[1] ||
+			    a.huge_in_use != b.huge_in_use ||
+			    a.splits != b.splits ||
+			    !same_groups(&ma, &mb))
+				bad++;
+		}
+		CHECK(bad == 0, "%s case %zu: %u calls differ", preset, c,
+		      bad);
+		CHECK(a.walks[0] + a.walks[1] > 0, "%s case %zu: refills",
+		      preset, c);
+		total += a.walks[0] + a.walks[1];
+		tlbs_mmu_free(&a);
+		tlbs_mmu_free(&b);
+		tlbs_workload_free(&w);
+	}
+	CHECK(total > 100000, "%s: %llu refills in all", preset,
+	      (unsigned long long)total);
+	tlbs_machine_free(&ma);
+	tlbs_machine_free(&mb);
+}
+
 int main(void)
 {
 	test_native();
@@ -253,5 +354,8 @@ int main(void)
 	test_misalignment();
 	test_combined();
 	test_limiter();
+	test_batch_matches_single("gs464v");
+	test_batch_matches_single("la464");
+	test_batch_matches_single("generic");
 	return check_done("test_mmu");
 }

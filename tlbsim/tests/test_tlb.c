@@ -4,7 +4,8 @@
  * replacement, set conflicts, invalidation; the fully associative hash
  * index against a brute-force search over a long random sequence; and the
  * one-call access path (direct index, branch-free random replacement)
- * against lookup + fill on a twin group.
+ * against lookup + fill on a twin group, and a key list at once
+ * (tlbs_group_run) against the one-call path.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,62 @@ static void test_access_matches_lookup_fill(u32 entries, u32 ways,
 	tlbs_group_free(&b);
 }
 
+/*
+ * tlbs_group_run (a key list at once: victims drawn ahead, stale direct
+ * index entries) leaves the same keys, counters, generator state and
+ * refill counts by size as tlbs_group_access key after key, on a twin
+ * group, over lists of random length with invalidations in between (which
+ * leave a full group with free entries again).
+ */
+static void test_run_matches_access(u32 entries, u32 ways,
+				    enum tlbs_repl repl, int direct,
+				    u32 classes)
+{
+	struct tlbs_group a, b;
+	u64 rng = 4242, keys[300], wa[TLBS_NCLASS] = { 0 };
+	u64 wb[TLBS_NCLASS] = { 0 };
+	u32 nkeys = entries * 3 / 2 + 3, n, i, lists = 0, bad = 0;
+	int c;
+
+	CHECK_EQ(tlbs_group_init(&a, "run", entries, ways, repl, classes), 0);
+	CHECK_EQ(tlbs_group_init(&b, "ref", entries, ways, repl, classes), 0);
+	if (direct)
+		CHECK_EQ(tlbs_group_index_direct(&a,
+			tlbs_key(TLBS_SP_NATIVE, TLBS_HUGE, nkeys)), 1);
+	for (lists = 0; lists < 2000; lists++) {
+		n = (u32)tlbs_rand_below(&rng, 300) + 1;
+		for (i = 0; i < n; i++) {
+			c = classes == 3 ? (int)tlbs_rand_below(&rng, 2) :
+			    classes == 2 ? TLBS_HUGE : TLBS_BASE;
+			keys[i] = tlbs_key(TLBS_SP_NATIVE, c,
+					   tlbs_rand_below(&rng, nkeys));
+		}
+		tlbs_group_run(&a, keys, n, wa);
+		for (i = 0; i < n; i++)
+			wb[(keys[i] >> 1) & 1] += !tlbs_group_access(&b,
+								     keys[i]);
+		if (lists % 7 == 0)
+			for (i = 0; i < 5; i++)
+				if (tlbs_group_invalidate(&a, keys[i]) !=
+				    tlbs_group_invalidate(&b, keys[i]))
+					bad++;
+		if (a.rng != b.rng || a.hits != b.hits ||
+		    a.misses != b.misses || a.fills != b.fills ||
+		    memcmp(a.key, b.key, entries * sizeof(*a.key)) ||
+		    wa[0] != wb[0] || wa[1] != wb[1])
+			bad++;
+	}
+	CHECK(bad == 0, "%u differences (%u entries, %u ways, %s%s, "
+	      "classes %u)", bad, entries, ways, tlbs_repl_name(repl),
+	      direct ? ", direct" : "", classes);
+	CHECK(a.hits > 10000 && a.misses > 10000 && a.invalidations > 100,
+	      "hits %llu, misses %llu, invalidations %llu",
+	      (unsigned long long)a.hits, (unsigned long long)a.misses,
+	      (unsigned long long)a.invalidations);
+	tlbs_group_free(&a);
+	tlbs_group_free(&b);
+}
+
 static void test_direct_index(void)
 {
 	struct tlbs_group g;
@@ -311,6 +368,14 @@ int main(void)
 		test_access_matches_lookup_fill(256, 256, r, 1);
 		test_access_matches_lookup_fill(256, 8, r, 0);
 		test_access_matches_lookup_fill(48, 12, r, 0);
+	}
+	for (int r = TLBS_LRU; r <= TLBS_RANDOM; r++) {
+		test_run_matches_access(64, 64, r, 1, 2);
+		test_run_matches_access(64, 64, r, 1, 3);
+		test_run_matches_access(64, 64, r, 0, 3);
+		test_run_matches_access(2048, 8, r, 0, 1);
+		test_run_matches_access(256, 4, r, 0, 3);
+		test_run_matches_access(48, 12, r, 0, 1);
 	}
 	test_bad_geometry();
 	return check_done("test_tlb");
