@@ -203,7 +203,8 @@ static inline enum tlbs_class class2(struct tlbs_mmu *u,
 
 	if (__builtin_expect(st == H_UNTOUCHED, 0))
 		st = fault_in(u, hi);
-	return (st == H_HUGE && x->aligned) ? TLBS_HUGE : TLBS_BASE;
+	/* no branch on the state: split and huge regions mix at random */
+	return (enum tlbs_class)((st == H_HUGE) & x->aligned);
 }
 
 enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
@@ -275,10 +276,12 @@ emit(struct tlbs_mmu *u, struct lists *l, enum emit_mode mode,
 		*l->base++ = key;
 		break;
 	case EMIT_TWO_LISTS:
+		/* hide that @c is 0 or 1, or the compiler branches on it */
+		__asm__("" : "+r"(c));
 		*l->base = key;
 		*l->huge = key;
-		l->base += c == TLBS_BASE;
-		l->huge += c == TLBS_HUGE;
+		l->base += 1 - c;
+		l->huge += c;
 		break;
 	}
 }
@@ -326,8 +329,7 @@ static inline __attribute__((always_inline)) void
 run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 	  struct lists *l, enum emit_mode batched)
 {
-	u32 bs = x->bs, hs = x->hs, k;
-	u32 sh[TLBS_NCLASS] = { bs, hs };
+	u32 bs = x->bs, hs = x->hs, dsh = hs - bs, k;
 
 	switch (u->model) {
 	case TLBS_NATIVE:
@@ -339,7 +341,7 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 				continue;
 			c = x->huge1[a >> hs];
 			emit(u, l, batched, c, tlbs_key(TLBS_SP_NATIVE, c,
-							a >> sh[c]));
+							a >> (bs + c * dsh)));
 			memo(x, 1, c, c);
 		}
 		break;
@@ -354,9 +356,9 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 			c1 = x->huge1[r];
 			c2 = class2(u, x, g);
 			emit(u, l, batched, c1,
-			     tlbs_key(TLBS_SP_STAGE1, c1, a >> sh[c1]));
+			     tlbs_key(TLBS_SP_STAGE1, c1, a >> (bs + c1 * dsh)));
 			emit(u, l, batched, c2,
-			     tlbs_key(TLBS_SP_STAGE2, c2, g >> sh[c2]));
+			     tlbs_key(TLBS_SP_STAGE2, c2, g >> (bs + c2 * dsh)));
 			memo(x, 2, c1, c2);
 		}
 		break;
@@ -372,7 +374,7 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 			c2 = class2(u, x, g);
 			c = c1 < c2 ? c1 : c2;
 			emit(u, l, batched, c, tlbs_key(TLBS_SP_COMBINED, c,
-							a >> sh[c]));
+							a >> (bs + c * dsh)));
 			memo(x, 1, c, c);
 		}
 		break;

@@ -63,13 +63,13 @@ static inline int one_class(const struct tlbs_group *g)
  * come from the draws made ahead; each inner pass runs at most as many
  * keys as draws are left, since a key uses at most one.
  */
-static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
-			  u64 *walks)
+static inline __attribute__((always_inline)) void
+fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
+	       int cls)
 {
 	u32 *direct = g->direct, slot, e, i = 0, m, hit, misses = 0;
 	u64 *ek = g->key, rng = g->rng, key, d, hm, dsize = g->dsize;
 	u64 miss[TLBS_NCLASS] = { 0, 0 };
-	int cls = one_class(g);
 	struct draws dr;
 
 	draws_fill(&dr, &rng, g->entries);
@@ -107,6 +107,22 @@ static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
 		miss[cls] = misses;
 	walks[TLBS_BASE] += miss[TLBS_BASE];
 	walks[TLBS_HUGE] += miss[TLBS_HUGE];
+}
+
+static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
+			  u64 *walks)
+{
+	switch (one_class(g)) {
+	case TLBS_BASE:
+		fa_random_loop(g, keys, n, walks, TLBS_BASE);
+		break;
+	case TLBS_HUGE:
+		fa_random_loop(g, keys, n, walks, TLBS_HUGE);
+		break;
+	default:
+		fa_random_loop(g, keys, n, walks, -1);
+		break;
+	}
 }
 
 /*

@@ -176,23 +176,29 @@ void tlbs_workload_free(struct tlbs_workload *w)
 	w->hot_base = NULL;
 }
 
+/*
+ * The generator state and the table live in locals: stores to @off could
+ * alias them, and reloading the state would add a store-to-load delay to
+ * the generator's chain.
+ */
 static void fill_chase(struct tlbs_workload *w, u64 *off, u32 n)
 {
 	u64 size = w->size, hp = w->hot_pages, hb = w->hot_page_bytes;
 	u64 thresh = w->hot_pages ? w->hot_thresh : 0, r, i;
+	u64 rng = w->rng, r2, hot, cold;
+	const u64 *hot_base = w->hot_base;
 	u32 k;
-
-	u64 r2, hot, cold;
 
 	/* both candidates, then a select: no unpredictable branch */
 	for (k = 0; k < n; k++) {
-		r = tlbs_rand(&w->rng);
-		r2 = tlbs_rand(&w->rng);
+		r = tlbs_rand(&rng);
+		r2 = tlbs_rand(&rng);
 		i = (u64)(((unsigned __int128)(u32)r * hp) >> 32);
-		hot = hp ? w->hot_base[i] + (r2 & (hb - 1)) : 0;
+		hot = hp ? hot_base[i] + (r2 & (hb - 1)) : 0;
 		cold = (u64)(((unsigned __int128)r2 * size) >> 64);
 		off[k] = ((r >> 32) < thresh ? hot : cold) & ~7ULL;
 	}
+	w->rng = rng;
 }
 
 static void fill_seq(struct tlbs_workload *w, u64 *off, u32 n)
@@ -209,17 +215,16 @@ static void fill_seq(struct tlbs_workload *w, u64 *off, u32 n)
 
 static void fill_hotcold(struct tlbs_workload *w, u64 *off, u32 n)
 {
+	u64 r, rng = w->rng, hot = w->hot_bytes, size = w->size;
+	u64 thresh = w->hot_thresh;
 	u32 k;
-	u64 r;
 
 	for (k = 0; k < n; k++) {
-		r = tlbs_rand(&w->rng);
-		if ((r >> 32) < w->hot_thresh)
-			off[k] = tlbs_rand_below(&w->rng, w->hot_bytes);
-		else
-			off[k] = tlbs_rand_below(&w->rng, w->size);
-		off[k] &= ~7ULL;
+		r = tlbs_rand(&rng);
+		off[k] = tlbs_rand_below(&rng, (r >> 32) < thresh ? hot : size) &
+			 ~7ULL;
 	}
+	w->rng = rng;
 }
 
 u32 tlbs_workload_fill(struct tlbs_workload *w, u64 *off, u32 n)
