@@ -4,6 +4,7 @@
  *
  * Layers, each in its own file:
  *   tlb.c       one TLB group (entries, ways, replacement, page sizes)
+ *   tlb_run.c   a list of keys through one group (batch mode)
  *   machine.c   a machine: its groups, page sizes, costs; geometry files
  *   mmu.c       address spaces: native, two-stage (VZ pair or combined
  *               entry), guest/host huge-page state, THP split/restore
@@ -72,7 +73,8 @@ struct tlbs_group {
 	u32 *hslot;		/* hash slot -> entry */
 	u32 hmask, hshift;
 	u32 *prev, *next;	/* LRU list over entries, head = MRU */
-	u32 head, tail, used;
+	u32 head, tail;
+	u32 used;		/* valid entries (any group) */
 	u64 rng;
 	/* statistics */
 	u64 hits, misses, fills, invalidations;

@@ -23,7 +23,7 @@
 enum { H_UNTOUCHED = 0, H_SMALL = 1, H_HUGE = 2, H_OUTSIDE = 3 };
 
 /* Accesses per batch in batch mode (see tlbs_mmu_run()). */
-#define BATCH 2048
+#define BATCH 512
 
 /*
  * Every key this run can make has a page number below the address space's

@@ -212,6 +212,7 @@ static void sa_fill(struct tlbs_group *g, u64 key)
 			break;
 	if (w < g->ways) {
 		victim = w;
+		g->used++;
 	} else if (g->repl == TLBS_RANDOM) {
 		victim = (u32)tlbs_rand_below(&g->rng, g->ways);
 	} else {
@@ -261,6 +262,7 @@ int tlbs_group_invalidate(struct tlbs_group *g, u64 key)
 	for (w = 0; w < g->ways; w++) {
 		if (k[w] == key) {
 			k[w] = 0;
+			g->used--;
 			g->invalidations++;
 			return 1;
 		}
@@ -279,9 +281,9 @@ u32 tlbs_group_flush(struct tlbs_group *g)
 		if (g->direct)
 			memset(g->direct, 0, g->dsize * sizeof(*g->direct));
 		g->head = g->tail = NIL;
-		g->used = 0;
 		g->fifo_next = 0;
 	}
+	g->used = 0;
 	g->invalidations += n;
 	return n;
 }

@@ -229,6 +229,7 @@ static inline int sa_random_access(struct tlbs_group *g, u64 key)
 			      tlbs_scale(r, g->ways)));
 	k[slot] = key;
 	g->rng = pick(hm | em, g->rng, rng);
+	g->used += !hit & (empty != 0);
 	g->hits += hit;
 	g->misses += !hit;
 	g->fills += !hit;

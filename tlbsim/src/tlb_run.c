@@ -127,37 +127,46 @@ static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
 
 /*
  * Set associative, random replacement (as sa_random_access()); @ways is a
- * constant where the caller specialises it.
+ * constant where the caller specialises it, and so is @full: a full group
+ * stays full through a list (only invalidations, between lists, empty a
+ * way), so its loop skips the search for an empty way.
  */
 static inline __attribute__((always_inline)) void
 sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
-	       u32 ways)
+	       u32 ways, int full)
 {
 	u64 *gk = g->key, rng = g->rng, setmask = g->sets - 1, key, *k, hm, em;
-	u64 hits = 0, miss[TLBS_NCLASS] = { 0, 0 };
-	u32 match, empty, slot, i;
+	u64 hits = 0, filled = 0, miss[TLBS_NCLASS] = { 0, 0 };
+	u32 match, empty = 0, slot, i = 0, m;
 	struct draws dr;
 
 	draws_fill(&dr, &rng, ways);
-	for (i = 0; i < n; i++) {
-		key = keys[i];
-		k = gk + (tlbs_key_vpn(key) & setmask) * ways;
-		match = ways_equal(k, ways, key);
-		empty = ways_equal(k, ways, 0);
-		hm = -(u64)(match != 0);
-		em = -(u64)(empty != 0);
-		if (__builtin_expect(dr.pos == DRAWS, 0))
+	while (i < n) {
+		if (dr.pos == DRAWS)
 			draws_fill(&dr, &rng, ways);
-		/* bit 31 stands in for "none": ctz of 0 is undefined */
-		slot = (u32)pick(hm, __builtin_ctz(match | 1u << 31),
-				 pick(em, __builtin_ctz(empty | 1u << 31),
-				      dr.victim[dr.pos]));
-		k[slot] = key;
-		dr.pos += !(hm | em);
-		hits -= hm;
-		miss[key_class(key)] += !hm;
+		m = n - i < DRAWS - dr.pos ? n - i : DRAWS - dr.pos;
+		for (; m; m--, i++) {
+			key = keys[i];
+			k = gk + (tlbs_key_vpn(key) & setmask) * ways;
+			match = ways_equal(k, ways, key);
+			if (!full)
+				empty = ways_equal(k, ways, 0);
+			hm = -(u64)(match != 0);
+			em = -(u64)(empty != 0);
+			/* bit 31 stands in for "none": ctz of 0 is
+			 * undefined */
+			slot = (u32)pick(hm, __builtin_ctz(match | 1u << 31),
+					 pick(em, __builtin_ctz(empty | 1u << 31),
+					      dr.victim[dr.pos]));
+			k[slot] = key;
+			dr.pos += !(hm | em);
+			filled += ~hm & em & 1;
+			hits -= hm;
+			miss[key_class(key)] += !hm;
+		}
 	}
 	g->rng = draws_state(&dr);
+	g->used += (u32)filled;
 	g->hits += hits;
 	g->misses += n - hits;
 	g->fills += n - hits;
@@ -168,17 +177,16 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 static void sa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
 			  u64 *walks)
 {
-	switch (g->ways) {
-	case 8:
-		sa_random_loop(g, keys, n, walks, 8);
-		break;
-	case 4:
-		sa_random_loop(g, keys, n, walks, 4);
-		break;
-	default:
-		sa_random_loop(g, keys, n, walks, g->ways);
-		break;
-	}
+	int full = g->used == g->entries;
+
+	if (g->ways == 8 && full)
+		sa_random_loop(g, keys, n, walks, 8, 1);
+	else if (g->ways == 8)
+		sa_random_loop(g, keys, n, walks, 8, 0);
+	else if (g->ways == 4 && full)
+		sa_random_loop(g, keys, n, walks, 4, 1);
+	else
+		sa_random_loop(g, keys, n, walks, g->ways, 0);
 }
 
 void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,

@@ -232,7 +232,8 @@ static void test_access_matches_lookup_fill(u32 entries, u32 ways,
 		hit_b = tlbs_group_lookup(&b, key);
 		if (!hit_b)
 			tlbs_group_fill(&b, key);
-		if (hit_a != hit_b || a.rng != b.rng ||
+		if (hit_a != hit_b || a.rng != b.rng || a.used != b.used ||
+		    a.used != tlbs_group_count(&a) ||
 		    memcmp(a.key, b.key, entries * sizeof(*a.key)))
 			bad++;
 	}
@@ -288,6 +289,7 @@ static void test_run_matches_access(u32 entries, u32 ways,
 					bad++;
 		if (a.rng != b.rng || a.hits != b.hits ||
 		    a.misses != b.misses || a.fills != b.fills ||
+		    a.used != b.used || a.used != tlbs_group_count(&a) ||
 		    memcmp(a.key, b.key, entries * sizeof(*a.key)) ||
 		    wa[0] != wb[0] || wa[1] != wb[1])
 			bad++;
