@@ -64,10 +64,11 @@ struct tlbs_group {
 	u32 fifo_next;		/* fully associative FIFO pointer */
 	/*
 	 * fully associative groups: an index from key to entry, either
-	 * direct (key >> 1 -> entry + 1, when the keys a run can make are
-	 * few: tlbs_group_index_direct) or a hash; and the LRU list
+	 * direct (key >> 1 -> entry, when the keys a run can make are few:
+	 * tlbs_group_index_direct) or a hash; and the LRU list
 	 */
-	u32 *direct;		/* key >> 1 -> entry + 1, 0 absent */
+	u32 *direct;		/* key >> 1 -> entry; absent: entries, whose
+				 * key (one past the last) is always 0 */
 	u64 dsize;		/* entries of @direct */
 	u64 *hkey;		/* hash slot -> key, 0 empty */
 	u32 *hslot;		/* hash slot -> entry */
@@ -259,19 +260,29 @@ void tlbs_trace_free(struct tlbs_trace_reader *t);
 int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
 			int with_instr, u64 *accesses, u64 *records);
 
-/* Random numbers: xorshift64*. */
-static inline u64 tlbs_rand(u64 *s)
-{
-	u64 x = *s;
+/*
+ * Random numbers: wyrand. The state is a counter advanced by a constant
+ * and the output a 64x64->128-bit multiply of it, folded: the chain from
+ * one draw to the next is one add (fast when a loop draws every access),
+ * and the state after n draws is the start plus n x TLBS_RAND_INC (the
+ * victims drawn ahead in tlb_run.c need no saved states).
+ */
+#define TLBS_RAND_INC 0xa0761d6478bd642fULL
 
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
+static inline u64 tlbs_rand_at(u64 s)
+{
+	unsigned __int128 m = (unsigned __int128)s *
+			      (s ^ 0xe7037ed1a0b428dbULL);
+
+	return (u64)(m >> 64) ^ (u64)m;
 }
 
-/* Uniform in [0, n). */
+static inline u64 tlbs_rand(u64 *s)
+{
+	*s += TLBS_RAND_INC;
+	return tlbs_rand_at(*s);
+}
+
 /* A uniform 64-bit value @r scaled to [0, n). */
 static inline u64 tlbs_scale(u64 r, u64 n)
 {

@@ -139,11 +139,13 @@ struct xctx {
 	u64 pmask;		/* base pages per huge region - 1 */
 	u64 hva_offset, host_first;
 	int aligned;		/* GPA and HVA congruent modulo huge */
+	int all_huge1;		/* every region's stage 1 is huge */
 	const unsigned char *huge1;
 	unsigned char *thp;
+	/* a key of class c: (address >> sh[c]) << 6 | space tag | tag[c] */
+	u32 sh[TLBS_NCLASS];
 	/* same-page memo (see same_page()) */
 	u64 last, skipped;
-	u32 memo;		/* classes of the last access: c1 | c2 << 1 | n << 2 */
 };
 
 static inline int aligned2(const struct tlbs_mmu *u)
@@ -160,9 +162,19 @@ static void xctx_init(struct xctx *x, struct tlbs_mmu *u)
 	x->hva_offset = u->hva_offset;
 	x->host_first = u->host_first;
 	x->aligned = aligned2(u);
+	x->all_huge1 = u->thp1 && !(u->size & ((1ULL << x->hs) - 1));
 	x->huge1 = u->huge1;
 	x->thp = u->thp;
+	x->sh[TLBS_BASE] = x->bs;
+	x->sh[TLBS_HUGE] = x->hs;
 	x->last = ~0ULL;
+}
+
+/* The key of a translation of class @c of address @a in space @sp. */
+static inline u64 key_of(const struct xctx *x, enum tlbs_space sp,
+			 enum tlbs_class c, u64 a)
+{
+	return tlbs_key(sp, c, a >> x->sh[c]);
 }
 
 /* Guest-physical address of workload offset @off, in huge region @r. */
@@ -195,16 +207,22 @@ static inline u64 host_region(const struct xctx *x, u64 gpa)
 	return ((gpa + x->hva_offset) >> x->hs) - x->host_first;
 }
 
-static inline enum tlbs_class class2(struct tlbs_mmu *u,
-				     const struct xctx *x, u64 gpa)
+/*
+ * Size class of the stage-2 mapping of @gpa, in guest region @r; faults
+ * the host region in at first touch. @aligned is x->aligned, a constant
+ * where the caller is specialised: then the host region is @r itself.
+ */
+static inline __attribute__((always_inline)) enum tlbs_class
+class2(struct tlbs_mmu *u, const struct xctx *x, u64 gpa, u64 r,
+       int aligned)
 {
-	u64 hi = host_region(x, gpa);
+	u64 hi = aligned ? r : host_region(x, gpa);
 	unsigned char st = x->thp[hi];
 
 	if (__builtin_expect(st == H_UNTOUCHED, 0))
 		st = fault_in(u, hi);
 	/* no branch on the state: split and huge regions mix at random */
-	return (enum tlbs_class)((st == H_HUGE) & x->aligned);
+	return (enum tlbs_class)((st == H_HUGE) & aligned);
 }
 
 enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
@@ -276,6 +294,13 @@ emit(struct tlbs_mmu *u, struct lists *l, enum emit_mode mode,
 		*l->base++ = key;
 		break;
 	case EMIT_TWO_LISTS:
+		if (__builtin_constant_p(c)) {	/* a specialised caller */
+			if (c == TLBS_HUGE)
+				*l->huge++ = key;
+			else
+				*l->base++ = key;
+			break;
+		}
 		/* hide that @c is 0 or 1, or the compiler branches on it */
 		__asm__("" : "+r"(c));
 		*l->base = key;
@@ -290,22 +315,33 @@ emit(struct tlbs_mmu *u, struct lists *l, enum emit_mode mode,
  * An access to the base page of the access before it needs no lookup: that
  * translation's entries were just hit or filled and nothing ran in between
  * (limits change only between calls), so they hit again, and a hit on the
- * most recent entry changes no replacement state. Count the hits only.
+ * most recent entry changes no replacement state. Count the hits only, in
+ * the first group of each translation's path; the classes are those of
+ * the page now (it was touched, so nothing faults in).
  */
-static inline __attribute__((always_inline)) void
-memo_flush(struct tlbs_mmu *u, struct xctx *x)
+static __attribute__((noinline)) void memo_flush(struct tlbs_mmu *u,
+						 struct xctx *x)
 {
 	struct tlbs_machine *m = u->m;
+	u64 a = x->last << x->bs, r = a >> x->hs;
+	enum tlbs_class c1 = x->huge1[r], c2;
 
 	if (!x->skipped)
 		return;
-	m->g[m->path[x->memo & 1][0]].hits += x->skipped;
-	if (x->memo >> 2 > 1)
-		m->g[m->path[(x->memo >> 1) & 1][0]].hits += x->skipped;
+	if (u->model != TLBS_NATIVE) {
+		c2 = (enum tlbs_class)(x->aligned &&
+			x->thp[host_region(x, gpa_of(x, a, r))] == H_HUGE);
+		if (u->model == TLBS_VZ)
+			m->g[m->path[c2][0]].hits += x->skipped;
+		else
+			c1 = c1 < c2 ? c1 : c2;
+	}
+	m->g[m->path[c1][0]].hits += x->skipped;
 	x->skipped = 0;
 }
 
-static inline int same_page(struct tlbs_mmu *u, struct xctx *x, u64 a)
+static inline __attribute__((always_inline)) int
+same_page(struct tlbs_mmu *u, struct xctx *x, u64 a)
 {
 	u64 p = a >> x->bs;
 
@@ -319,17 +355,24 @@ static inline int same_page(struct tlbs_mmu *u, struct xctx *x, u64 a)
 	return 0;
 }
 
-static inline void memo(struct xctx *x, u32 n, enum tlbs_class c0,
-			enum tlbs_class c1)
-{
-	x->memo = c0 | c1 << 1 | n << 2;
-}
-
+/*
+ * The keys of @n accesses. @aligned and @huge1 are x->aligned and
+ * x->all_huge1 as constants (the caller picks the specialisation): when
+ * GPA and HVA are congruent the host region is the guest's, and when every
+ * stage-1 mapping is huge its class and GPA need no lookup.
+ */
 static inline __attribute__((always_inline)) void
-run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
-	  struct lists *l, enum emit_mode batched)
+run_model(struct tlbs_mmu *u, struct xctx *xp, const u64 *off, u32 n,
+	  struct lists *lp, enum emit_mode batched, int aligned, int huge1)
 {
-	u32 bs = x->bs, hs = x->hs, dsh = hs - bs, k;
+	/*
+	 * Work on copies whose address does not escape, so that the key
+	 * stores (u64, like the memo's fields) need not be assumed to change
+	 * them: they stay in registers.
+	 */
+	struct xctx xc = *xp, *x = &xc;
+	struct lists lc = *lp, *l = &lc;
+	u32 hs = x->hs, k;
 
 	switch (u->model) {
 	case TLBS_NATIVE:
@@ -340,9 +383,7 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 			if (same_page(u, x, a))
 				continue;
 			c = x->huge1[a >> hs];
-			emit(u, l, batched, c, tlbs_key(TLBS_SP_NATIVE, c,
-							a >> (bs + c * dsh)));
-			memo(x, 1, c, c);
+			emit(u, l, batched, c, key_of(x, TLBS_SP_NATIVE, c, a));
 		}
 		break;
 	case TLBS_VZ:
@@ -352,14 +393,11 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 
 			if (same_page(u, x, a))
 				continue;
-			g = gpa_of(x, a, r);
-			c1 = x->huge1[r];
-			c2 = class2(u, x, g);
-			emit(u, l, batched, c1,
-			     tlbs_key(TLBS_SP_STAGE1, c1, a >> (bs + c1 * dsh)));
-			emit(u, l, batched, c2,
-			     tlbs_key(TLBS_SP_STAGE2, c2, g >> (bs + c2 * dsh)));
-			memo(x, 2, c1, c2);
+			c1 = huge1 ? TLBS_HUGE : (enum tlbs_class)x->huge1[r];
+			g = huge1 ? a : gpa_of(x, a, r);
+			c2 = class2(u, x, g, r, aligned);
+			emit(u, l, batched, c1, key_of(x, TLBS_SP_STAGE1, c1, a));
+			emit(u, l, batched, c2, key_of(x, TLBS_SP_STAGE2, c2, g));
 		}
 		break;
 	case TLBS_COMBINED:
@@ -369,16 +407,28 @@ run_model(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
 
 			if (same_page(u, x, a))
 				continue;
-			g = gpa_of(x, a, r);
-			c1 = x->huge1[r];
-			c2 = class2(u, x, g);
+			c1 = huge1 ? TLBS_HUGE : (enum tlbs_class)x->huge1[r];
+			g = huge1 ? a : gpa_of(x, a, r);
+			c2 = class2(u, x, g, r, aligned);
 			c = c1 < c2 ? c1 : c2;
-			emit(u, l, batched, c, tlbs_key(TLBS_SP_COMBINED, c,
-							a >> (bs + c * dsh)));
-			memo(x, 1, c, c);
+			emit(u, l, batched, c, key_of(x, TLBS_SP_COMBINED, c, a));
 		}
 		break;
 	}
+	*xp = xc;
+	*lp = lc;
+}
+
+static inline __attribute__((always_inline)) void
+run_keys(struct tlbs_mmu *u, struct xctx *x, const u64 *off, u32 n,
+	 struct lists *l, enum emit_mode batched)
+{
+	if (x->aligned && x->all_huge1)
+		run_model(u, x, off, n, l, batched, 1, 1);
+	else if (x->aligned)
+		run_model(u, x, off, n, l, batched, 1, 0);
+	else
+		run_model(u, x, off, n, l, batched, 0, 0);
 }
 
 /*
@@ -398,7 +448,7 @@ void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
 	xctx_init(&x, u);
 	u->accesses += n;
 	if (!u->batch) {
-		run_model(u, &x, off, n, &l, EMIT_TRANSLATE);
+		run_keys(u, &x, off, n, &l, EMIT_TRANSLATE);
 		memo_flush(u, &x);
 		return;
 	}
@@ -407,12 +457,12 @@ void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n)
 		l.base = u->keys[TLBS_BASE];
 		l.huge = u->keys[TLBS_HUGE];
 		if (u->list[TLBS_HUGE]) {
-			run_model(u, &x, off, m, &l, EMIT_TWO_LISTS);
+			run_keys(u, &x, off, m, &l, EMIT_TWO_LISTS);
 			tlbs_group_run(u->only[TLBS_HUGE], u->keys[TLBS_HUGE],
 				       (u32)(l.huge - u->keys[TLBS_HUGE]),
 				       u->walks);
 		} else {
-			run_model(u, &x, off, m, &l, EMIT_ONE_LIST);
+			run_keys(u, &x, off, m, &l, EMIT_ONE_LIST);
 		}
 		tlbs_group_run(u->only[TLBS_BASE], u->keys[TLBS_BASE],
 			       (u32)(l.base - u->keys[TLBS_BASE]), u->walks);

@@ -46,7 +46,8 @@ int tlbs_group_init(struct tlbs_group *g, const char *name, u32 entries,
 	g->repl = repl;
 	g->classes = classes;
 	g->rng = 0x9E3779B97F4A7C15ULL ^ entries;
-	g->key = calloc(entries, sizeof(*g->key));
+	/* one more key, always 0: the direct index's "absent" entry */
+	g->key = calloc(entries + 1, sizeof(*g->key));
 	g->stamp = calloc(entries, sizeof(*g->stamp));
 	if (!g->key || !g->stamp)
 		return -1;
@@ -112,7 +113,7 @@ static void idx_insert(struct tlbs_group *g, u64 key, u32 e)
 	u32 s;
 
 	if (g->direct) {
-		g->direct[dslot(g, key)] = e + 1;
+		g->direct[dslot(g, key)] = e;
 		return;
 	}
 	s = hfind(g, key);
@@ -123,7 +124,7 @@ static void idx_insert(struct tlbs_group *g, u64 key, u32 e)
 static void idx_remove(struct tlbs_group *g, u64 key)
 {
 	if (g->direct)
-		g->direct[dslot(g, key)] = 0;
+		g->direct[dslot(g, key)] = g->entries;
 	else
 		hdelete(g, hfind(g, key));
 }
@@ -167,6 +168,15 @@ static void fa_fill(struct tlbs_group *g, u64 key)
 	g->used++;
 }
 
+/* Every key absent: each slot names the always-empty entry. */
+static void direct_clear(struct tlbs_group *g)
+{
+	u64 d;
+
+	for (d = 0; d < g->dsize; d++)
+		g->direct[d] = g->entries;
+}
+
 /* Index the resident entries of a direct-indexed group by the hash. */
 static void direct_to_hash(struct tlbs_group *g)
 {
@@ -195,8 +205,9 @@ int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound)
 		return 0;
 	}
 	free(g->direct);
-	g->direct = calloc(n, sizeof(*g->direct));
+	g->direct = malloc(n * sizeof(*g->direct));
 	g->dsize = g->direct ? n : 0;
+	direct_clear(g);
 	return !!g->direct;
 }
 
@@ -278,8 +289,7 @@ u32 tlbs_group_flush(struct tlbs_group *g)
 	memset(g->stamp, 0, g->entries * sizeof(*g->stamp));
 	if (is_fa(g)) {
 		memset(g->hkey, 0, (g->hmask + 1) * sizeof(*g->hkey));
-		if (g->direct)
-			memset(g->direct, 0, g->dsize * sizeof(*g->direct));
+		direct_clear(g);
 		g->head = g->tail = NIL;
 		g->fifo_next = 0;
 	}

@@ -62,13 +62,14 @@ static inline u64 dslot(const struct tlbs_group *g, u64 key)
 /*
  * Direct index: the entry @key was last put in, or NIL. An entry whose key
  * was evicted by random replacement keeps its index slot (clearing it
- * would wait on loading the victim's key), so the entry is checked.
+ * would wait on loading the victim's key), so the entry is checked; an
+ * absent key's slot names entry @entries, whose key is always 0.
  */
 static inline u32 direct_find(const struct tlbs_group *g, u64 key)
 {
-	u32 e = g->direct[dslot(g, key)] - 1;
+	u32 e = g->direct[dslot(g, key)];
 
-	return e != NIL && g->key[e] == key ? e : NIL;
+	return g->key[e] == key ? e : NIL;
 }
 
 /* Entry holding @key, or NIL. */
@@ -125,6 +126,18 @@ static inline u64 pick(u64 m, u64 a, u64 b)
 	return (a & m) | (b & ~m);
 }
 
+/* @a if @cond, else @b, without a branch (a conditional move on x86). */
+static inline u32 select_u32(u32 cond, u32 a, u32 b)
+{
+#if defined(__x86_64__)
+	__asm__("test %1, %1\n\tcmovnz %2, %0"
+		: "+r"(b) : "r"(cond), "r"(a) : "cc");
+	return b;
+#else
+	return b ^ ((a ^ b) & -cond);
+#endif
+}
+
 /*
  * Full, random replacement, direct index: no branch on the outcome. The
  * victim's index slot is left as it is (see direct_find()).
@@ -132,14 +145,14 @@ static inline u64 pick(u64 m, u64 a, u64 b)
 static inline int fa_random_access(struct tlbs_group *g, u64 key)
 {
 	u64 d = dslot(g, key), rng = g->rng, r, hm;
-	u32 e = g->direct[d] - 1, slot;
-	int hit = e != NIL && g->key[e] == key;
+	u32 e = g->direct[d], slot;
+	int hit = g->key[e] == key;
 
 	hm = -(u64)hit;
 	r = tlbs_rand(&rng);
 	slot = (u32)pick(hm, e, tlbs_scale(r, g->entries));
 	g->key[slot] = key;
-	g->direct[d] = slot + 1;
+	g->direct[d] = slot;
 	g->rng = pick(hm, g->rng, rng);
 	g->hits += hit;
 	g->misses += !hit;

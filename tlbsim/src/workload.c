@@ -135,10 +135,12 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 	}
 	if (w->hot_pages && (!w->hot_page_bytes ||
 	    (w->hot_page_bytes & (w->hot_page_bytes - 1)) ||
+	    w->hot_page_bytes > (1ULL << 32) ||
 	    w->hot_pages * w->hot_page_bytes > w->size ||
 	    (w->size / w->hot_page_bytes) % 2654435761ULL == 0)) {
 		snprintf(err, errlen, "workload '%s': hot_page must be a power "
-			 "of two and hot_pages x hot_page at most size",
+			 "of two up to 4G and hot_pages x hot_page at most "
+			 "size",
 			 spec);
 		return -1;
 	}
@@ -177,25 +179,37 @@ void tlbs_workload_free(struct tlbs_workload *w)
 }
 
 /*
- * The generator state and the table live in locals: stores to @off could
- * alias them, and reloading the state would add a store-to-load delay to
- * the generator's chain.
+ * One draw per access: its high 32 bits choose hot or cold, its low 32
+ * bits the hot block (and, from the fraction left over, the offset in it)
+ * or the cold address (scaled to the footprint: a granule of size / 2^32
+ * bytes, 0.4 bytes for mcf's 1.6 GB). The generator state and the table
+ * live in locals: stores to @off could alias them, and reloading the state
+ * would add a store-to-load delay to the generator's chain.
  */
 static void fill_chase(struct tlbs_workload *w, u64 *off, u32 n)
 {
-	u64 size = w->size, hp = w->hot_pages, hb = w->hot_page_bytes;
-	u64 thresh = w->hot_pages ? w->hot_thresh : 0, r, i;
-	u64 rng = w->rng, r2, hot, cold;
+	u64 size = w->size, hp = w->hot_pages, thresh = w->hot_thresh;
+	u64 rng = w->rng, r, lo, prod, hot, cold;
 	const u64 *hot_base = w->hot_base;
-	u32 k;
+	u32 hb_shift, k;
 
+	if (!hp) {
+		for (k = 0; k < n; k++) {
+			r = tlbs_rand(&rng);
+			off[k] = (((u64)(u32)r * size) >> 32) & ~7ULL;
+		}
+		w->rng = rng;
+		return;
+	}
+	/* x hot_page_bytes / 2^32: a power of two up to 2^32 (checked) */
+	hb_shift = 32 - (u32)__builtin_ctzll(w->hot_page_bytes);
 	/* both candidates, then a select: no unpredictable branch */
 	for (k = 0; k < n; k++) {
 		r = tlbs_rand(&rng);
-		r2 = tlbs_rand(&rng);
-		i = (u64)(((unsigned __int128)(u32)r * hp) >> 32);
-		hot = hp ? hot_base[i] + (r2 & (hb - 1)) : 0;
-		cold = (u64)(((unsigned __int128)r2 * size) >> 64);
+		lo = (u32)r;
+		prod = lo * hp;
+		hot = hot_base[prod >> 32] + ((u32)prod >> hb_shift);
+		cold = (lo * size) >> 32;
 		off[k] = ((r >> 32) < thresh ? hot : cold) & ~7ULL;
 	}
 	w->rng = rng;

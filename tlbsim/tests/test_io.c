@@ -169,6 +169,9 @@ static void test_workloads(void)
 	bad_workload("hotcold:size=1G", "hot=BYTES");
 	bad_workload("phases:size=1G", "period=N");
 	bad_workload("chase:size=1M,hot_pages=100,hot_page=16K", "hot_page");
+	bad_workload("chase:size=64G,hot_pages=1,hot_page=8G", "up to 4G");
+	bad_workload("chase:size=1G,hot_pages=10,hot_page=12K",
+		     "power of two");
 	bad_workload("trace:/nonexistent/x.trc", "/nonexistent/x.trc");
 }
 

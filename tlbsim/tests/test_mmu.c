@@ -119,6 +119,51 @@ static void test_vz_two_entries(void)
 	tlbs_machine_free(&m);
 }
 
+/*
+ * Accesses to the base page of the access before skip the lookups but
+ * count as hits, in the group of each translation: VZ with a huge stage 1
+ * (VTLB) and a base stage 2 (FTLB), both counted; natively one.
+ */
+static void test_same_page_hits(void)
+{
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+	u64 off[4] = { 0, 8, 16, 24 };
+
+	machine(&m, 64);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 0, 0), 0);
+	tlbs_mmu_run(&u, off, 4);
+	CHECK_EQ(m.g[0].misses, 1);
+	CHECK_EQ(m.g[0].hits, 3);
+	CHECK_EQ(m.g[1].misses, 1);
+	CHECK_EQ(m.g[1].hits, 3);
+	/* the run ends inside a call: the next call starts a new page */
+	tlbs_mmu_run(&u, off, 2);
+	CHECK_EQ(m.g[0].hits, 5);
+	CHECK_EQ(m.g[1].hits, 5);
+	tlbs_mmu_free(&u);
+	tlbs_machine_reset_stats(&m);
+	tlbs_group_flush(&m.g[0]);
+	tlbs_group_flush(&m.g[1]);
+	/* both levels huge: both entries in the VTLB */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 0), 0);
+	tlbs_mmu_run(&u, off, 4);
+	CHECK_EQ(m.g[0].misses, 2);
+	CHECK_EQ(m.g[0].hits, 6);
+	CHECK_EQ(m.g[1].hits + m.g[1].misses, 0);
+	tlbs_mmu_free(&u);
+	tlbs_machine_reset_stats(&m);
+	tlbs_group_flush(&m.g[0]);
+	/* natively with base pages: one FTLB entry */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 0, 0, 0), 0);
+	tlbs_mmu_run(&u, off, 4);
+	CHECK_EQ(m.g[1].misses, 1);
+	CHECK_EQ(m.g[1].hits, 3);
+	CHECK_EQ(m.g[0].hits + m.g[0].misses, 0);
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+}
+
 static void test_misalignment(void)
 {
 	struct tlbs_machine m;
@@ -351,6 +396,7 @@ int main(void)
 {
 	test_native();
 	test_vz_two_entries();
+	test_same_page_hits();
 	test_misalignment();
 	test_combined();
 	test_limiter();
