@@ -26,6 +26,7 @@ static void usage(FILE *f)
 "                  [--controller off|monitor|balance] [--param NAME=VALUE]\n"
 "                  [--accesses N] [--seconds S]\n"
 "                  [--split-order low|high|random] [--series FILE.csv]\n"
+"                  [--huge-limit N] (host huge pages held, no controller)\n"
 "                  [--access-ns NS] [--refill-ns NS] (override the machine)\n"
 "       tlbsim presets | preset NAME | version\n"
 "       tlbsim lackey2trace [--max N] [--instr] < lackey.log > out.trc\n"
@@ -89,13 +90,14 @@ static int cmd_run(int argc, char **argv)
 		{ "series", required_argument, NULL, 'T' },
 		{ "access-ns", required_argument, NULL, 'A' },
 		{ "refill-ns", required_argument, NULL, 'R' },
+		{ "huge-limit", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *machine = "gs464v", *workload = "mcf", *series = NULL;
 	const char *model = NULL, *ctrl = "off", *split = "high";
 	const char *params[64];
 	int nparams = 0, thp1 = 1, thp2 = 1, opt, i, rc = 1;
-	u64 accesses = 0, hva = 0;
+	u64 accesses = 0, hva = 0, fixed_limit = ~0ULL;
 	double seconds = 0, access_ns = 0, refill_ns = -1;
 	struct tlbs_machine m;
 	struct tlbs_workload w;
@@ -127,6 +129,16 @@ static int cmd_run(int argc, char **argv)
 			}
 			break;
 		case 'c': ctrl = optarg; break;
+		case 'L':
+			errno = 0;
+			fixed_limit = strtoull(optarg, &end, 10);
+			if (errno || *end || !*optarg || *optarg == '-') {
+				fprintf(stderr, "tlbsim: --huge-limit '%s': "
+					"need a number of huge pages\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'p':
 			if (nparams == 64) {
 				fprintf(stderr, "tlbsim: too many --param\n");
@@ -227,6 +239,13 @@ static int cmd_run(int argc, char **argv)
 			"combined): it limits the host's huge pages\n");
 		goto out;
 	}
+	if (fixed_limit != ~0ULL && (r.ctrl != TLBS_CTRL_OFF ||
+				     r.model == TLBS_NATIVE)) {
+		fprintf(stderr, "tlbsim: --huge-limit holds the host's huge "
+			"pages in a VM model, with --controller off\n");
+		goto out;
+	}
+	r.fixed_limit = fixed_limit;
 	if (!strcmp(split, "low"))
 		r.split_order = TLBS_SPLIT_LOW;
 	else if (!strcmp(split, "high"))

@@ -26,6 +26,7 @@ void tlbs_run_defaults(struct tlbs_run *r, struct tlbs_machine *m,
 	r->m = m;
 	r->w = w;
 	r->model = TLBS_VZ;
+	r->fixed_limit = ~0ULL;
 	tlbb_params_default(&r->p);
 	/* the machine's groups: the controller must use the same sizes */
 	r->p.huge_entries = m->ctrl_huge_entries;
@@ -136,7 +137,10 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	}
 	tlbb_ctrl_init(&r->c, &r->p, tlbs_mmu_total_pages(&r->u),
 		       r->ctrl == TLBS_CTRL_MONITOR);
-	if (r->ctrl == TLBS_CTRL_BALANCE)
+	if (r->fixed_limit != ~0ULL && r->ctrl == TLBS_CTRL_OFF &&
+	    r->fixed_limit < r->c.limit)
+		r->c.limit = r->fixed_limit;	/* reported as huge_limit */
+	if (r->ctrl == TLBS_CTRL_BALANCE || r->fixed_limit != ~0ULL)
 		tlbs_mmu_apply_limit(&r->u, r->c.limit);
 	r->min_limit = r->c.limit;
 	last_limit = r->c.limit;

@@ -24,6 +24,8 @@ struct tlbs_run {
 	u64 max_accesses;	/* 0: no limit */
 	double max_seconds;	/* simulated; 0: no limit */
 	enum tlbs_split_order split_order;
+	u64 fixed_limit;	/* host huge pages held all run, controller
+				 * off (--huge-limit); ~0: none */
 	FILE *series;		/* CSV, one line per tick, or NULL */
 	/* results */
 	struct tlbs_mmu u;

@@ -35,6 +35,16 @@ expect_error "--split-order 'middle'" run --split-order middle
 expect_error "unexpected argument 'extra'" run extra
 expect_error "--access-ns '0'" run --access-ns 0
 expect_error "--refill-ns 'x'" run --refill-ns x
+expect_error "--huge-limit 'x'" run --huge-limit x
+expect_error "--huge-limit '-1'" run --huge-limit -1
+expect_error "with --controller off" run --huge-limit 3 --controller balance
+expect_error "with --controller off" run --huge-limit 3 --model native
+# a held limit: that many host huge pages, no more, all run long
+out=$("$B" run --workload mcf --accesses 2000000 --huge-limit 7)
+case $out in
+*'"huge_pages": 7, "huge_limit": 7,'*) ok ;;
+*) bad "--huge-limit 7: $out" ;;
+esac
 # the cost model: 1000 accesses of 64 B cover 4 base pages (1 MiB is less
 # than a huge page): 1000 x 2 ns + 4 refills x 1000 ns = 6 us
 out=$("$B" run --workload seq:size=1M --accesses 1000 --model native \
