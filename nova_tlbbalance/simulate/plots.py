@@ -6,9 +6,14 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def _series_axes(ax, result, title):
+def _series_axes(ax, result, title, until=None):
+    """Refills and limits over time, the first @until seconds if given."""
     s = result['series']
     t = s['t_s']
+    if until is not None:
+        n = sum(1 for v in t if v <= until)
+        s = {k: v[:n] for k, v in s.items()}
+        t = s['t_s']
     ax.plot(t, [v / 1e3 for v in s['refills_huge']], label='huge group')
     ax.plot(t, [v / 1e3 for v in s['refills_small']], label='small group')
     ax.set_xlabel('simulated time (s)')
@@ -65,7 +70,12 @@ def paper_plot(summary, results, path):
     ax.set_title('refills per TLB group')
     ctrl = by.get('vm-both-thp-controller')
     if ctrl:
-        _series_axes(axes[2], ctrl, 'controller run')
+        # the controller acts in the first tens of seconds of a long run
+        until = max(60.0, 2 * (ctrl.get('converged_s') or 0))
+        end = ctrl['series']['t_s'][-1] if ctrl['series']['t_s'] else 0
+        _series_axes(axes[2], ctrl, 'controller run' if end <= until else
+                     'controller run, first %.0f s of %.0f s' % (until, end),
+                     until=until)
     fig.suptitle('tlbsim --paper: %s, workload %s' % (summary['machine'],
                                                       summary['workload']))
     fig.tight_layout()

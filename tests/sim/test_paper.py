@@ -3,11 +3,14 @@
 With both THP levels the huge group (VTLB) takes the most refills and the
 VM is slower than with host THP off (guest THP only: the paper's manual
 fix); the controller ends with fewer refills and a lower estimated time
-than both. The full-length run with the module's default tunables is
-``tlbbalance simulate --paper`` (docs/simulator.md has its figures); to fit
-CI time this test shortens the sustain period from 10 s to 2 s (the load
-trigger only: the decision rule, the thresholds and the samples are the
-defaults) and runs 1e8 accesses (about 20 simulated seconds).
+than both, within the paper's +45 % (at most 0.69x both-THP's time). The
+full-length run with the module's default tunables is ``tlbbalance
+simulate --paper`` (1171 simulated seconds per configuration, as the
+paper's mcf run; docs/simulator.md has its figures). To fit CI time this
+test runs a fifth of it with a fifth of the sustain period (2 s instead of
+10 s: the load trigger only; the decision rule, the thresholds and the
+samples are the defaults), so the start-up weighs about as much as in the
+full run: 1.12e9 accesses, about 233 simulated seconds.
 """
 
 import pytest
@@ -20,7 +23,7 @@ from nova_tlbbalance.simulate import paper
 def results(tlbsim):
     configs = [c for c in paper.CONFIGS if c.name in (
         paper.HOST_OFF, paper.BOTH, paper.CONTROLLER)]
-    res = paper.run_all(workload='mcf', accesses=1e8,
+    res = paper.run_all(workload='mcf', accesses=1.12e9,
                         params=engine.parse_params(['sustain_ms=2000']),
                         configs=configs)
     return paper.summarize(res, 'gs464v', 'mcf'), {r['name']: r for r in res}
@@ -34,9 +37,10 @@ def test_reference_ordering(results):
                  'controller_fewer_refills_than_both_thp',
                  'controller_fewer_refills_than_host_thp_off',
                  'controller_faster_than_both_thp',
-                 'controller_faster_than_host_thp_off'):
+                 'controller_faster_than_host_thp_off',
+                 'controller_within_target_ratio'):
         assert checks[name], (name, summary)
-    assert summary['ratio_controller_vs_both_thp'] < 1
+    assert summary['ratio_controller_vs_both_thp'] <= paper.TARGET_RATIO
     assert summary['ratio_controller_vs_host_thp_off'] < 1
 
 

@@ -24,8 +24,8 @@
 
 /* mcf-like defaults: see docs/simulator.md, "The mcf-like workload". */
 #define MCF_SIZE (1600ULL << 20)
-#define MCF_HOT_PAGES 1200
-#define MCF_HOT_FRAC 0.58
+#define MCF_HOT_PAGES 1000
+#define MCF_HOT_FRAC 0.815
 #define MCF_HOT_PAGE (16ULL << 10)
 
 int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
