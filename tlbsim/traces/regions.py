@@ -16,30 +16,28 @@ import collections
 import gzip
 
 
+def varint(data, i):
+    """The LEB128 varint at data[i]: (value, index after it)."""
+    v = s = 0
+    while True:
+        c = data[i]
+        i += 1
+        v |= (c & 0x7f) << s
+        s += 7
+        if not c & 0x80:
+            return v, i
+
+
 def records(data):
     """Yield (page, count) for each record of a trace's bytes."""
     i, page, n = 16, 0, len(data)
     while i < n:
-        v = s = 0
-        while True:
-            c = data[i]
-            i += 1
-            v |= (c & 0x7f) << s
-            s += 7
-            if not c & 0x80:
-                break
+        v, i = varint(data, i)
         z = v >> 1
         page += (z >> 1) ^ -(z & 1)
         r = 0
         if v & 1:
-            s = 0
-            while True:
-                c = data[i]
-                i += 1
-                r |= (c & 0x7f) << s
-                s += 7
-                if not c & 0x80:
-                    break
+            r, i = varint(data, i)
         yield page, r + 1
 
 
