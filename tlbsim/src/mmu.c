@@ -323,14 +323,14 @@ static __attribute__((noinline)) void memo_flush(struct tlbs_mmu *u,
 						 struct xctx *x)
 {
 	struct tlbs_machine *m = u->m;
-	u64 a = x->last << x->bs, r = a >> x->hs;
-	enum tlbs_class c1 = x->huge1[r], c2;
+	u64 a = x->last << x->bs;
+	enum tlbs_class c1, c2;
 
 	if (!x->skipped)
 		return;
+	c1 = x->huge1[a >> x->hs];
 	if (u->model != TLBS_NATIVE) {
-		c2 = (enum tlbs_class)(x->aligned &&
-			x->thp[host_region(x, gpa_of(x, a, r))] == H_HUGE);
+		c2 = tlbs_mmu_stage2_class(u, a);
 		if (u->model == TLBS_VZ)
 			m->g[m->path[c2][0]].hits += x->skipped;
 		else

@@ -20,22 +20,25 @@
 #define DRAWS 64
 
 /*
- * Victims drawn ahead from a group's generator. Its state is a counter
- * (tlbs_rand()), so the state after the draws used is the state before
- * them plus as many increments.
+ * Victims drawn ahead from a group's generator, a block of DRAWS at a
+ * time. The generator's state is a counter (tlbs_rand()), so the state
+ * after the draws a list used is its state before plus as many increments:
+ * nothing but the count is kept. A loop takes victim[pos] and advances
+ * pos (a local, kept in a register) on each miss.
  */
 struct draws {
 	u32 victim[DRAWS];
-	u64 before;		/* state before the first draw of the block */
-	u32 pos;		/* draws used */
+	u64 start;		/* the group's state before the list */
+	u64 used;		/* draws of the blocks before this one */
+	u32 n;			/* victims are in [0, n) */
 };
 
-static inline void draws_fill(struct draws *d, u64 rng, u32 n)
+static inline void draws_fill(struct draws *d)
 {
-	u32 i, sh = 64 - (u32)__builtin_ctz(n);
+	u64 rng = d->start + d->used * TLBS_RAND_INC;
+	u32 i, sh = 64 - (u32)__builtin_ctz(d->n);
 
-	d->before = rng;
-	if (!(n & (n - 1))) {
+	if (!(d->n & (d->n - 1))) {
 		/* tlbs_scale() by a power of two is a shift */
 		for (i = 0; i < DRAWS; i++)
 			d->victim[i] = (u32)(tlbs_rand_at(rng + (i + 1) *
@@ -43,15 +46,43 @@ static inline void draws_fill(struct draws *d, u64 rng, u32 n)
 	} else {
 		for (i = 0; i < DRAWS; i++)
 			d->victim[i] = (u32)tlbs_scale(tlbs_rand_at(rng +
-						(i + 1) * TLBS_RAND_INC), n);
+						(i + 1) * TLBS_RAND_INC), d->n);
 	}
-	d->pos = 0;
 }
 
-/* The generator state after the draws used so far. */
-static inline u64 draws_state(const struct draws *d)
+static inline void draws_start(struct draws *d, const struct tlbs_group *g,
+			       u32 n)
 {
-	return d->before + d->pos * TLBS_RAND_INC;
+	d->start = g->rng;
+	d->used = 0;
+	d->n = n;
+	draws_fill(d);
+}
+
+/*
+ * Where the next pass over @keys (up to @end) stops: at most as many keys
+ * as draws are left, since a key takes at most one. An exhausted block is
+ * replaced first (and *@pos set back to 0).
+ */
+static inline const u64 *draws_pass(struct draws *d, u64 *pos,
+				    const u64 *keys, const u64 *end)
+{
+	if (*pos == DRAWS) {
+		d->used += DRAWS;
+		draws_fill(d);
+		*pos = 0;
+	}
+	return (u64)(end - keys) < DRAWS - *pos ? end : keys + (DRAWS - *pos);
+}
+
+/* The list is done with @pos draws of the last block taken: the draws
+ * used in all, and the group's generator advanced past them. */
+static inline u64 draws_finish(struct draws *d, struct tlbs_group *g,
+			       u64 pos)
+{
+	d->used += pos;
+	g->rng = d->start + d->used * TLBS_RAND_INC;
+	return d->used;
 }
 
 static inline u32 key_class(u64 key)
@@ -67,6 +98,22 @@ static inline int one_class(const struct tlbs_group *g)
 }
 
 /*
+ * A list of @n keys ran with @misses misses (a fill each); @miss_by holds
+ * them by size class unless the group holds one class, @cls.
+ */
+static inline void list_done(struct tlbs_group *g, u32 n, u64 misses,
+			     u64 *miss_by, int cls, u64 *walks)
+{
+	g->hits += n - misses;
+	g->misses += misses;
+	g->fills += misses;
+	if (cls >= 0)
+		miss_by[cls] = misses;
+	walks[TLBS_BASE] += miss_by[TLBS_BASE];
+	walks[TLBS_HUGE] += miss_by[TLBS_HUGE];
+}
+
+/*
  * Fully associative, random replacement, direct index, full. The victims
  * come from the draws made ahead; each inner pass runs at most as many
  * keys as draws are left, since a key uses at most one. A miss is a key
@@ -77,22 +124,14 @@ fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 	       int cls)
 {
 	u32 *direct = g->direct, e, slot, victim;
-	u64 *ek = g->key, key, d, miss, dsize = g->dsize, used = 0, pos;
+	u64 *ek = g->key, key, d, miss, dsize = g->dsize, pos = 0;
 	u64 miss_by[TLBS_NCLASS] = { 0, 0 };
 	const u64 *end = keys + n, *stop;
 	struct draws dr;
 
-	draws_fill(&dr, g->rng, g->entries);
-	pos = 0;
+	draws_start(&dr, g, g->entries);
 	while (keys < end) {
-		if (pos == DRAWS) {
-			dr.pos = DRAWS;
-			used += DRAWS;
-			draws_fill(&dr, draws_state(&dr), g->entries);
-			pos = 0;
-		}
-		stop = (u64)(end - keys) < DRAWS - pos ? end :
-		       keys + (DRAWS - pos);
+		stop = draws_pass(&dr, &pos, keys, end);
 		for (; keys < stop; keys++) {
 			key = *keys;
 			d = key >> 1;
@@ -115,16 +154,7 @@ fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 				miss_by[key_class(key)] += miss;
 		}
 	}
-	dr.pos = (u32)pos;
-	used += pos;
-	g->rng = draws_state(&dr);
-	g->hits += n - used;
-	g->misses += used;
-	g->fills += used;
-	if (cls >= 0)
-		miss_by[cls] = used;
-	walks[TLBS_BASE] += miss_by[TLBS_BASE];
-	walks[TLBS_HUGE] += miss_by[TLBS_HUGE];
+	list_done(g, n, draws_finish(&dr, g, pos), miss_by, cls, walks);
 }
 
 static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
@@ -154,23 +184,15 @@ static inline __attribute__((always_inline)) void
 sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 	       u32 ways, int full, int cls)
 {
-	u64 *gk = g->key, setmask = g->sets - 1, key, *k, used = 0, pos;
+	u64 *gk = g->key, setmask = g->sets - 1, key, *k, pos = 0, used;
 	u64 filled = 0, misses = 0, miss_by[TLBS_NCLASS] = { 0, 0 };
 	u32 match, empty, miss, alt, hit_way, slot, fresh;
 	const u64 *end = keys + n, *stop;
 	struct draws dr;
 
-	draws_fill(&dr, g->rng, ways);
-	pos = 0;
+	draws_start(&dr, g, ways);
 	while (keys < end) {
-		if (pos == DRAWS) {
-			dr.pos = DRAWS;
-			used += DRAWS;
-			draws_fill(&dr, draws_state(&dr), ways);
-			pos = 0;
-		}
-		stop = (u64)(end - keys) < DRAWS - pos ? end :
-		       keys + (DRAWS - pos);
+		stop = draws_pass(&dr, &pos, keys, end);
 		for (; keys < stop; keys++) {
 			key = *keys;
 			k = gk + (tlbs_key_vpn(key) & setmask) * ways;
@@ -188,30 +210,20 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 				alt = select_u32(fresh, (u32)__builtin_ctz(
 						empty | 1u << 31), alt);
 				filled += miss & fresh;
+				misses += miss;
 			}
 			/* selects, not branches: misses come at random */
 			slot = select_u32(miss, alt, hit_way);
 			k[slot] = key;
 			pos += miss & (fresh ^ 1);
-			if (!full)
-				misses += miss;
 			if (cls < 0)
 				miss_by[key_class(key)] += miss;
 		}
 	}
-	dr.pos = (u32)pos;
-	used += pos;
-	if (full)
-		misses = used;
-	g->rng = draws_state(&dr);
+	used = draws_finish(&dr, g, pos);
 	g->used += (u32)filled;
-	g->hits += n - misses;
-	g->misses += misses;
-	g->fills += misses;
-	if (cls >= 0)
-		miss_by[cls] = misses;
-	walks[TLBS_BASE] += miss_by[TLBS_BASE];
-	walks[TLBS_HUGE] += miss_by[TLBS_HUGE];
+	/* a full group takes a victim on every miss */
+	list_done(g, n, full ? used : misses, miss_by, cls, walks);
 }
 
 /* The specialisations: 8- and 4-way, full or not, one class or both. */
