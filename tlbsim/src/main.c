@@ -239,12 +239,6 @@ static int cmd_run(int argc, char **argv)
 			"combined): it limits the host's huge pages\n");
 		goto out;
 	}
-	if (fixed_limit != ~0ULL && (r.ctrl != TLBS_CTRL_OFF ||
-				     r.model == TLBS_NATIVE)) {
-		fprintf(stderr, "tlbsim: --huge-limit holds the host's huge "
-			"pages in a VM model, with --controller off\n");
-		goto out;
-	}
 	r.fixed_limit = fixed_limit;
 	if (!strcmp(split, "low"))
 		r.split_order = TLBS_SPLIT_LOW;

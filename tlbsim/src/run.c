@@ -61,6 +61,16 @@ int tlbs_run_set_param(struct tlbs_run *r, const char *name,
 	return -1;
 }
 
+u64 tlbs_run_limit(const struct tlbs_run *r)
+{
+	u64 total;
+
+	if (r->ctrl != TLBS_CTRL_OFF)
+		return r->c.limit;
+	total = tlbs_mmu_total_pages(&r->u);
+	return r->fixed_limit < total ? r->fixed_limit : total;
+}
+
 static double now_s(clockid_t clk)
 {
 	struct timespec ts;
@@ -100,8 +110,7 @@ static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
 			t_ns / 1e9, (unsigned long long)in.refills_huge,
 			(unsigned long long)in.refills_small,
 			(unsigned long long)u->huge_in_use,
-			(unsigned long long)(r->ctrl ? r->c.limit
-					     : tlbs_mmu_total_pages(u)),
+			(unsigned long long)tlbs_run_limit(r),
 			r->ctrl ? tlbb_state_name(r->c.state) : "off",
 			r->c.load_pm_milli / 1000.0, r->c.y_milli / 1000.0);
 }
@@ -118,6 +127,13 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 
 	if (!buf) {
 		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (r->fixed_limit != ~0ULL && (r->ctrl != TLBS_CTRL_OFF ||
+					r->model == TLBS_NATIVE)) {
+		free(buf);
+		snprintf(err, errlen, "--huge-limit holds the host's huge "
+			 "pages in a VM model, with --controller off");
 		return -1;
 	}
 	if (tlbs_mmu_init(&r->u, r->m, r->model, r->w->size, r->thp1,
@@ -137,12 +153,9 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	}
 	tlbb_ctrl_init(&r->c, &r->p, tlbs_mmu_total_pages(&r->u),
 		       r->ctrl == TLBS_CTRL_MONITOR);
-	if (r->fixed_limit != ~0ULL && r->ctrl == TLBS_CTRL_OFF &&
-	    r->fixed_limit < r->c.limit)
-		r->c.limit = r->fixed_limit;	/* reported as huge_limit */
 	if (r->ctrl == TLBS_CTRL_BALANCE || r->fixed_limit != ~0ULL)
-		tlbs_mmu_apply_limit(&r->u, r->c.limit);
-	r->min_limit = r->c.limit;
+		tlbs_mmu_apply_limit(&r->u, tlbs_run_limit(r));
+	r->min_limit = tlbs_run_limit(r);
 	last_limit = r->c.limit;
 	if (r->series)
 		fprintf(r->series, "t_s,refills_huge,refills_small,"
@@ -226,7 +239,7 @@ void tlbs_run_json(const struct tlbs_run *r, FILE *f)
 		"\"splits\": %llu, \"restores\": %llu, ",
 		(unsigned long long)tlbs_mmu_total_pages(u),
 		(unsigned long long)u->huge_in_use,
-		(unsigned long long)r->c.limit,
+		(unsigned long long)tlbs_run_limit(r),
 		(unsigned long long)r->min_limit,
 		(unsigned long long)u->splits,
 		(unsigned long long)u->restores);

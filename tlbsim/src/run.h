@@ -44,6 +44,8 @@ void tlbs_run_defaults(struct tlbs_run *r, struct tlbs_machine *m,
 int tlbs_run_set_param(struct tlbs_run *r, const char *name,
 		       const char *value, char *err, size_t errlen);
 int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen);
+/* The host huge-page limit in force: the controller's, or the held one. */
+u64 tlbs_run_limit(const struct tlbs_run *r);
 void tlbs_run_free(struct tlbs_run *r);
 /* The summary as one JSON object. */
 void tlbs_run_json(const struct tlbs_run *r, FILE *f);

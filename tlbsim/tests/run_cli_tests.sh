@@ -3,7 +3,7 @@
 # culprit; the embedded controller hash is that of the file the Makefile
 # compiled; small runs print the JSON fields the Python front end reads.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 B=${O:-build}/tlbsim
 pass=0
 fail=0
@@ -40,10 +40,18 @@ expect_error "--huge-limit '-1'" run --huge-limit -1
 expect_error "with --controller off" run --huge-limit 3 --controller balance
 expect_error "with --controller off" run --huge-limit 3 --model native
 # a held limit: that many host huge pages, no more, all run long
-out=$("$B" run --workload mcf --accesses 2000000 --huge-limit 7)
+tmp=$(mktemp)
+out=$("$B" run --workload mcf --accesses 2000000 --huge-limit 7 --series "$tmp")
 case $out in
 *'"huge_pages": 7, "huge_limit": 7,'*) ok ;;
 *) bad "--huge-limit 7: $out" ;;
+esac
+# ... and the per-tick series says so too (huge_pages,huge_limit = 7,7)
+last=$(tail -n 1 "$tmp")
+rm -f "$tmp"
+case $last in
+*,7,7,off,*) ok ;;
+*) bad "--huge-limit 7 series: $last" ;;
 esac
 # the cost model: 1000 accesses of 64 B cover 4 base pages (1 MiB is less
 # than a huge page): 1000 x 2 ns + 4 refills x 1000 ns = 6 us
