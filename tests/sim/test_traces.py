@@ -43,10 +43,7 @@ def test_record_and_replay_a_real_program(tlbsim, tmp_path):
     assert res2['accesses'] == 1000000
 
 
-REGIONS = REPO / 'tlbsim' / 'traces' / 'regions.py'
-
-
-def test_regions_counts_accesses_per_region(tlbsim, tmp_path):
+def test_trace_regions_counts_accesses_per_region(tlbsim, tmp_path):
     # four loads: two on one page, one on the next page, one 64 MiB
     # higher (another 32 MiB region); a store far below
     log = ('==1== Lackey\n L 04000010,8\n L 04000018,8\n L 04001000,4\n'
@@ -56,12 +53,17 @@ def test_regions_counts_accesses_per_region(tlbsim, tmp_path):
         subprocess.run([str(tlbsim), 'lackey2trace'], input=log.encode(),
                        stdout=f, stderr=subprocess.DEVNULL, check=True)
     lines = subprocess.run(
-        ['python3', str(REGIONS), str(out)], capture_output=True,
+        [str(tlbsim), 'trace-regions', str(out)], capture_output=True,
         text=True, check=True).stdout.splitlines()
     assert lines == ['0x0 4 1', '0x4000000 0 3', '0x8000000 3 1',
                      'accesses 5 regions 3 pages 4']
     # regions of 2 MiB: the same three here
     lines = subprocess.run(
-        ['python3', str(REGIONS), '-s', '21', str(out)],
+        [str(tlbsim), 'trace-regions', '--shift', '21', str(out)],
         capture_output=True, text=True, check=True).stdout.splitlines()
     assert lines[-1] == 'accesses 5 regions 3 pages 4'
+    # regions smaller than the trace's pages are refused, by name
+    proc = subprocess.run(
+        [str(tlbsim), 'trace-regions', '--shift', '10', str(out)],
+        capture_output=True, text=True)
+    assert proc.returncode == 2 and 'larger than' in proc.stderr

@@ -256,6 +256,13 @@ u32 tlbs_trace_read(struct tlbs_trace_reader *t, u64 *addr, u32 n);
 int tlbs_trace_rewind(struct tlbs_trace_reader *t);
 u64 tlbs_trace_span(const struct tlbs_trace_reader *t);
 void tlbs_trace_free(struct tlbs_trace_reader *t);
+/*
+ * Where a trace's accesses go, by region of 2^@shift bytes: one line per
+ * region in address order (its recorded address, the index of its first
+ * access, its accesses), then "accesses N regions N pages N".
+ */
+int tlbs_trace_regions(const char *path, u32 shift, FILE *out, char *err,
+		       size_t errlen);
 /* lackey --trace-mem=yes output (stdin) -> trace (stdout). */
 int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
 			int with_instr, u64 *accesses, u64 *records);

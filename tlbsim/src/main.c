@@ -8,6 +8,7 @@
  *   tlbsim version                controller source and its SHA-256
  *   tlbsim lackey2trace [--max N] [--instr]   lackey log (stdin) -> trace
  *   tlbsim trace-info FILE        accesses, records, regions of a trace
+ *   tlbsim trace-regions [--shift S] FILE   accesses per region
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 "       tlbsim presets | preset NAME | version\n"
 "       tlbsim lackey2trace [--max N] [--instr] < lackey.log > out.trc\n"
 "       tlbsim trace-info FILE\n"
+"       tlbsim trace-regions [--shift S] FILE (default S 25: 32 MiB)\n"
 "Workload SPECs: mcf, chase:size=1600M[,hot_pages=N,hot_frac=F],\n"
 "  seq:size=S[,stride=B], hotcold:size=S,hot=H[,hot_frac=F],\n"
 "  phases:size=S,period=N, trace:PATH (see docs/simulator.md)\n");
@@ -332,6 +334,34 @@ static int cmd_trace_info(const char *path)
 	return 0;
 }
 
+static int cmd_trace_regions(int argc, char **argv)
+{
+	char err[512], *end;
+	unsigned long shift = 25;
+
+	if (argc == 4 && !strcmp(argv[1], "--shift")) {
+		errno = 0;
+		shift = strtoul(argv[2], &end, 10);
+		if (errno || *end || !*argv[2] || shift > 40) {
+			fprintf(stderr, "tlbsim: --shift '%s': need 9..40\n",
+				argv[2]);
+			return 2;
+		}
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (tlbs_trace_regions(argv[1], (u32)shift, stdout, err,
+			       sizeof(err))) {
+		fprintf(stderr, "tlbsim: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int i;
@@ -365,6 +395,8 @@ int main(int argc, char **argv)
 		return cmd_lackey(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "trace-info") && argc == 3)
 		return cmd_trace_info(argv[2]);
+	if (!strcmp(argv[1], "trace-regions"))
+		return cmd_trace_regions(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;

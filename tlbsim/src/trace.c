@@ -245,7 +245,8 @@ struct tlbs_trace_reader *tlbs_trace_open_regions(const char *path,
 		goto bad;
 	if (region_shift < t->page_shift) {
 		snprintf(err, errlen, "%s: pages of the trace (2^%u) larger "
-			 "than the machine's huge page", path, t->page_shift);
+			 "than its regions (2^%u: the machine's huge page)",
+			 path, t->page_shift, region_shift);
 		goto bad;
 	}
 	/* pass 1: count accesses, collect the distinct regions */
@@ -339,6 +340,92 @@ void tlbs_trace_free(struct tlbs_trace_reader *t)
 	free(t->rkey);
 	free(t->rslot);
 	free(t);
+}
+
+/* A set of page numbers (open addressing on page + 1, grown at half). */
+struct page_set {
+	u64 *key;
+	u64 mask, n;
+};
+
+static int page_set_add(struct page_set *ps, u64 page)
+{
+	u64 i, k = page + 1, *old = ps->key, oldsize = ps->mask + 1;
+
+	if (!old || 2 * (ps->n + 1) > oldsize) {
+		u64 size = old ? 2 * oldsize : 1 << 16;
+
+		ps->key = calloc(size, sizeof(*ps->key));
+		if (!ps->key) {
+			ps->key = old;
+			return -1;
+		}
+		ps->mask = size - 1;
+		ps->n = 0;
+		for (i = 0; old && i < oldsize; i++)
+			if (old[i])
+				page_set_add(ps, old[i] - 1);
+		free(old);
+	}
+	for (i = (k * 0x9E3779B97F4A7C15ULL) >> 40 & ps->mask; ps->key[i];
+	     i = (i + 1) & ps->mask)
+		if (ps->key[i] == k)
+			return 0;
+	ps->key[i] = k;
+	ps->n++;
+	return 0;
+}
+
+int tlbs_trace_regions(const char *path, u32 shift, FILE *out, char *err,
+		       size_t errlen)
+{
+	struct tlbs_trace_reader *t = tlbs_trace_open_regions(path, shift,
+							      err, errlen);
+	struct page_set ps = { NULL, 0, 0 };
+	u64 page, count, region, acc = 0, *first = NULL, *cnt = NULL;
+	u64 *addr = NULL;
+	u32 slot, i;
+	int rc = -1;
+
+	if (!t)
+		return -1;
+	first = calloc(t->nregions, sizeof(*first));
+	cnt = calloc(t->nregions, sizeof(*cnt));
+	addr = calloc(t->nregions, sizeof(*addr));
+	if (!first || !cnt || !addr) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	/* the reader numbered the regions in address order */
+	while (next_rec(t, &page, &count) == 1) {
+		region = page >> (shift - t->page_shift);
+		slot = *region_slot(t, region, 0);
+		if (!cnt[slot]) {
+			first[slot] = acc;
+			addr[slot] = region << shift;
+		}
+		cnt[slot] += count;
+		acc += count;
+		if (page_set_add(&ps, page)) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	for (i = 0; i < t->nregions; i++)
+		fprintf(out, "0x%llx %llu %llu\n", (unsigned long long)addr[i],
+			(unsigned long long)first[i],
+			(unsigned long long)cnt[i]);
+	fprintf(out, "accesses %llu regions %u pages %llu\n",
+		(unsigned long long)acc, t->nregions,
+		(unsigned long long)ps.n);
+	rc = 0;
+out:
+	free(first);
+	free(cnt);
+	free(addr);
+	free(ps.key);
+	tlbs_trace_free(t);
+	return rc;
 }
 
 /*
