@@ -32,6 +32,17 @@ static void run1(struct tlbs_mmu *u, u64 off)
 	tlbs_mmu_run(u, &off, 1);
 }
 
+/* Done with @u: free it, and empty @m's groups and counters for the next. */
+static void restart(struct tlbs_mmu *u, struct tlbs_machine *m)
+{
+	u32 i;
+
+	tlbs_mmu_free(u);
+	tlbs_machine_reset_stats(m);
+	for (i = 0; i < m->ngroups; i++)
+		tlbs_group_flush(&m->g[i]);
+}
+
 static void test_native(void)
 {
 	struct tlbs_machine m;
@@ -126,41 +137,48 @@ static void test_vz_two_entries(void)
  */
 static void test_same_page_hits(void)
 {
+	/* hits and misses of the VTLB (g[0]) and the FTLB (g[1]) */
+	static const struct { const char *what; enum tlbs_model model;
+			      int thp1, thp2; u64 g0[2], g1[2]; } cases[] = {
+		{ "VZ, huge stage 1, base stage 2", TLBS_VZ, 1, 0,
+		  { 3, 1 }, { 3, 1 } },
+		{ "VZ, both levels huge: both in the VTLB", TLBS_VZ, 1, 1,
+		  { 6, 2 }, { 0, 0 } },
+		{ "native base pages: one FTLB entry", TLBS_NATIVE, 0, 0,
+		  { 0, 0 }, { 3, 1 } },
+	};
 	struct tlbs_machine m;
 	struct tlbs_mmu u;
 	u64 off[4] = { 0, 8, 16, 24 };
+	size_t c;
+	int g;
 
 	machine(&m, 64);
-	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 0, 0), 0);
-	tlbs_mmu_run(&u, off, 4);
-	CHECK_EQ(m.g[0].misses, 1);
-	CHECK_EQ(m.g[0].hits, 3);
-	CHECK_EQ(m.g[1].misses, 1);
-	CHECK_EQ(m.g[1].hits, 3);
-	/* the run ends inside a call: the next call starts a new page */
-	tlbs_mmu_run(&u, off, 2);
-	CHECK_EQ(m.g[0].hits, 5);
-	CHECK_EQ(m.g[1].hits, 5);
-	tlbs_mmu_free(&u);
-	tlbs_machine_reset_stats(&m);
-	tlbs_group_flush(&m.g[0]);
-	tlbs_group_flush(&m.g[1]);
-	/* both levels huge: both entries in the VTLB */
-	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 0), 0);
-	tlbs_mmu_run(&u, off, 4);
-	CHECK_EQ(m.g[0].misses, 2);
-	CHECK_EQ(m.g[0].hits, 6);
-	CHECK_EQ(m.g[1].hits + m.g[1].misses, 0);
-	tlbs_mmu_free(&u);
-	tlbs_machine_reset_stats(&m);
-	tlbs_group_flush(&m.g[0]);
-	/* natively with base pages: one FTLB entry */
-	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 0, 0, 0), 0);
-	tlbs_mmu_run(&u, off, 4);
-	CHECK_EQ(m.g[1].misses, 1);
-	CHECK_EQ(m.g[1].hits, 3);
-	CHECK_EQ(m.g[0].hits + m.g[0].misses, 0);
-	tlbs_mmu_free(&u);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		CHECK_EQ(tlbs_mmu_init(&u, &m, cases[c].model, 64 * MB,
+				       cases[c].thp1, cases[c].thp2, 0), 0);
+		tlbs_mmu_run(&u, off, 4);
+		for (g = 0; g < 2; g++) {
+			const u64 *want = g ? cases[c].g1 : cases[c].g0;
+
+			CHECK(m.g[g].hits == want[0], "%s: %s hits %llu, "
+			      "expected %llu", cases[c].what, m.g[g].name,
+			      (unsigned long long)m.g[g].hits,
+			      (unsigned long long)want[0]);
+			CHECK(m.g[g].misses == want[1], "%s: %s misses %llu, "
+			      "expected %llu", cases[c].what, m.g[g].name,
+			      (unsigned long long)m.g[g].misses,
+			      (unsigned long long)want[1]);
+		}
+		if (!c) {
+			/* the run ends inside a call: the next call starts
+			 * a new page */
+			tlbs_mmu_run(&u, off, 2);
+			CHECK_EQ(m.g[0].hits, 5);
+			CHECK_EQ(m.g[1].hits, 5);
+		}
+		restart(&u, &m);
+	}
 	tlbs_machine_free(&m);
 }
 
@@ -183,10 +201,7 @@ static void test_misalignment(void)
 	CHECK_EQ(u.walks[TLBS_BASE], 2);	/* stage 2: base pages */
 	CHECK_EQ(tlbs_mmu_stage2_class(&u, 40 * MB), TLBS_BASE);
 	CHECK_EQ(u.huge_in_use, 1);		/* a THP, uselessly */
-	tlbs_mmu_free(&u);
-	tlbs_machine_reset_stats(&m);
-	tlbs_group_flush(&m.g[0]);
-	tlbs_group_flush(&m.g[1]);
+	restart(&u, &m);
 	/* HVA = GPA + 32 MiB: congruent, huge stage 2 */
 	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 1, 32 * MB), 0);
 	CHECK_EQ(tlbs_mmu_total_pages(&u), 2);
