@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""A real OpenStack cloud in a box, on this machine, on loopback.
+
+    tools/cloud/cloud.py up        start it (prints the time and RSS)
+    tools/cloud/cloud.py down      stop everything it started, by pid
+    tools/cloud/cloud.py status    what runs, what died
+    tools/cloud/cloud.py env       OS_* variables for the openstack client
+
+MariaDB and RabbitMQ (Debian's packages, started by hand), keystone,
+placement, glance (file store), neutron (ML2, no agents), nova-api under
+uWSGI; nova-conductor and nova-scheduler; and compute hosts, each a
+libvirtd and a nova-compute with ``compute_driver =
+tlbbalance.TLBBalanceLibvirtDriver`` in a private mount and UTS namespace
+(computehost.py), with the libvirt hook installed. Every process is
+recorded by pid in ``<dir>/state.json`` the moment it starts; ``down``
+(and an ``up`` that fails) stops exactly those, newest first, then kills
+whatever is left inside the hosts' namespaces and restores
+``vm.nr_hugepages``.
+
+Environment:
+    TLBB_CLOUD_DIR        where it lives (default <repo>/out/cloud)
+    TLBB_CLOUD_PORT_BASE  first of its ports on 127.0.0.1 (default 23400;
+                          configs.PORTS lists the offsets)
+    TLBB_CLOUD_HOSTS      compute hosts to start (default 2: tlbb-fast-1,
+                          tlbb-fast-2; migrations need two)
+    TLBB_CLOUD_HUGEPAGES  2 MiB pages in the host pool while it runs
+                          (default 96)
+    TLBB_CACHE            cache dir (virtualenv, libvirt capabilities)
+
+Facts a client needs (URLs, image and flavor ids, hosts and their libvirt
+URIs) go to ``<dir>/cloud.json``; ``docs/cloud.md`` has the details.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import api  # noqa: E402
+import backends  # noqa: E402
+import computehost  # noqa: E402
+import configs  # noqa: E402
+import openstack  # noqa: E402
+import procs  # noqa: E402
+
+CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
+    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
+    'nova-tlbbalance')
+VENV = os.path.join(CACHE, 'cloud-venv')
+REQUIREMENTS = os.path.join(HERE, 'requirements.txt')
+CONSTRAINTS = os.path.join(REPO, 'constraints.txt')
+
+FLAVORS = (
+    # name, MiB, vCPUs, GB disk: tempest's flavor_ref and flavor_ref_alt
+    ('tlbb.tiny', 64, 1, 1),
+    ('tlbb.tiny.alt', 96, 1, 1),
+)
+PAYLOAD_CMDLINE = 'pattern=seq pause_ms=200 report=64'
+
+
+def top_dir():
+    return os.path.abspath(os.environ.get('TLBB_CLOUD_DIR') or
+                           os.path.join(REPO, 'out', 'cloud'))
+
+
+def say(msg):
+    print('[cloud %s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
+
+
+# -- the virtualenv -----------------------------------------------------------
+
+def _stamp():
+    import hashlib
+    h = hashlib.sha256()
+    for p in (REQUIREMENTS, CONSTRAINTS):
+        with open(p, 'rb') as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def ensure_venv():
+    """The services' virtualenv: nova, placement, keystone, glance,
+    neutron, tempest, uWSGI... pinned by constraints.txt; remade when the
+    requirements or pins change. Then this checkout's package into it."""
+    stamp = os.path.join(VENV, '.tlbb-stamp')
+    want = _stamp()
+    t0 = time.monotonic()
+    if not (os.path.exists(stamp) and open(stamp).read() == want):
+        say('installing the services into %s (a few minutes)' % VENV)
+        shutil.rmtree(VENV, ignore_errors=True)
+        procs.run([sys.executable, '-m', 'venv', VENV], 'python3 -m venv')
+        procs.run([os.path.join(VENV, 'bin', 'pip'), 'install', '-q',
+                   '-c', CONSTRAINTS, '-r', REQUIREMENTS],
+                  'pip install -r tools/cloud/requirements.txt',
+                  timeout=1800)
+        with open(stamp, 'w') as f:
+            f.write(want)
+    procs.run([os.path.join(VENV, 'bin', 'pip'), 'install', '-q',
+               '--no-deps', '--force-reinstall', REPO],
+              'pip install this checkout', timeout=600)
+    say('virtualenv ready (%.0f s)' % (time.monotonic() - t0))
+
+
+# -- images and flavors -------------------------------------------------------
+
+def _mbr_disk(size=1 << 20):
+    """A raw disk with one partition entry (glance refuses a raw image
+    whose MBR has none). Nothing boots from it: the payload is the
+    image's kernel (kernel_id)."""
+    disk = bytearray(size)
+    # partition 1: type 0x83, LBA 2048.., as many sectors as fit
+    entry = struct.pack('<B3sB3sII', 0, b'\0\0\0', 0x83, b'\0\0\0', 2048,
+                        max(1, size // 512 - 2048))
+    disk[446:462] = entry
+    disk[510:512] = b'\x55\xaa'
+    return bytes(disk)
+
+
+def upload_images(lay, adm):
+    build = lay.path('build', 'payload')
+    procs.run(['make', '-s', '-C', os.path.join(REPO, 'tools', 'payload'),
+               'O=' + build], 'build the guest payload',
+              lay.log('images'))
+    ids = {}
+    with open(os.path.join(build, 'tlbb-payload.elf'), 'rb') as f:
+        kernel = f.read()
+    for name, data, props in (
+            ('tlbb-payload-kernel', kernel,
+             {'disk_format': 'aki', 'container_format': 'aki'}),
+            ('tlbb-payload', _mbr_disk(),
+             {'disk_format': 'raw', 'container_format': 'bare',
+              'os_command_line': PAYLOAD_CMDLINE})):
+        if name == 'tlbb-payload':
+            props['kernel_id'] = ids['tlbb-payload-kernel']
+        img = adm.post('image:/v2/images', dict(
+            props, name=name, visibility='public'))
+        adm.put('image:/v2/images/%s/file' % img['id'], raw=data)
+        ids[name] = img['id']
+    return ids
+
+
+def create_flavors(adm):
+    ids = {}
+    for name, ram, vcpus, disk in FLAVORS:
+        f = adm.post('compute:/flavors', {'flavor': {
+            'name': name, 'ram': ram, 'vcpus': vcpus, 'disk': disk}})
+        ids[name] = f['flavor']['id']
+    return ids
+
+
+# -- readiness ----------------------------------------------------------------
+
+def wait_computes(lay, state, hosts, timeout=300):
+    adm = api.Client(lay.auth_url).authenticate()
+
+    def alive():
+        for h in hosts:
+            procs.check_alive(state, 'nova-compute-' + h.name)
+            procs.check_alive(state, 'libvirtd-' + h.name)
+        for n in ('nova-conductor', 'nova-scheduler'):
+            procs.check_alive(state, n)
+
+    def up():
+        svcs = adm.get('compute:/os-services?binary=nova-compute')
+        ok = {s['host'] for s in svcs['services']
+              if s['state'] == 'up' and s['status'] == 'enabled'}
+        return all(h.name in ok for h in hosts)
+
+    def discovered():
+        hyp = adm.get('compute:/os-hypervisors')['hypervisors']
+        names = {x['hypervisor_hostname'] for x in hyp}
+        rps = adm.get('placement:/resource_providers')[
+            'resource_providers']
+        have = {r['name'] for r in rps}
+        return all(h.name in names and h.name in have for h in hosts)
+
+    procs.wait_for('nova-compute services up', up, timeout, interval=1,
+                   on_wait=alive)
+    procs.wait_for('compute hosts discovered by the scheduler and in '
+                   'placement', discovered, timeout, interval=1,
+                   on_wait=alive)
+
+
+# -- up / down ----------------------------------------------------------------
+
+def ports_free(lay):
+    busy = []
+    for name in configs.PORTS:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(('127.0.0.1', lay.port(name)))
+        except OSError:
+            busy.append('%s (%d)' % (name, lay.port(name)))
+        finally:
+            s.close()
+    if busy:
+        raise procs.CloudError(
+            'ports in use on 127.0.0.1: %s; another cloud running? '
+            '(tools/cloud/cloud.py down) or set TLBB_CLOUD_PORT_BASE'
+            % ', '.join(busy))
+
+
+def set_hugepages(state, count):
+    path = '/proc/sys/vm/nr_hugepages'
+    with open(path) as f:
+        old = int(f.read())
+    state.add_undo('sysctl', path=path, value=str(old))
+    with open(path, 'w') as f:
+        f.write(str(count))
+    with open(path) as f:
+        got = int(f.read())
+    if got < count:
+        say('warning: asked for %d huge pages, the kernel gave %d'
+            % (count, got))
+    return got
+
+
+def rss_mib(state):
+    """RSS of the whole cloud: every recorded process and its children."""
+    pids = {r['pid'] for r in state.procs if procs.alive(r)}
+    kids = {}
+    for d in os.listdir('/proc'):
+        if d.isdigit():
+            try:
+                with open('/proc/%s/stat' % d) as f:
+                    ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    todo, seen = list(pids), set()
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo.extend(kids.get(p, ()))
+    total = 0
+    for p in seen:
+        try:
+            with open('/proc/%d/statm' % p) as f:
+                total += int(f.read().split()[1]) * os.sysconf('SC_PAGESIZE')
+        except (OSError, ValueError):
+            pass
+    return total / 2 ** 20, len(seen)
+
+
+def up(args):
+    top = top_dir()
+    state_path = os.path.join(top, 'state.json')
+    if os.path.exists(state_path):
+        old = procs.State(state_path)
+        live = [r['name'] for r in old.procs if procs.alive(r)]
+        if live:
+            raise procs.CloudError(
+                'a cloud already runs from %s (%s): tools/cloud/cloud.py '
+                'down first' % (top, ', '.join(live)))
+        _undo(old)
+    base = int(os.environ.get('TLBB_CLOUD_PORT_BASE', '23400'))
+    nhosts = int(os.environ.get('TLBB_CLOUD_HOSTS', '2'))
+    lay = configs.Layout(top, base, VENV)
+    ports_free(lay)
+    if os.geteuid() != 0:
+        raise procs.CloudError('the cloud runs libvirtd and mounts in a '
+                               'private namespace: run it as root')
+    t_all = time.monotonic()
+    ensure_venv()
+    shutil.rmtree(top, ignore_errors=True)
+    for d in (lay.logs, lay.run, lay.data):
+        os.makedirs(d)
+    state = procs.State(state_path)
+    state['top'] = top
+    state['port_base'] = base
+    t0 = time.monotonic()
+    steps = {}
+    try:
+        hosts = [computehost.ComputeHost(
+            lay, state, 'tlbb-fast-%d' % (i + 1),
+            caps_cache=os.path.join(CACHE, 'cloud-libvirt-caps'))
+            for i in range(nhosts)]
+        state['hosts'] = [{'name': h.name, 'uri': h.uri, 'kind': 'fast',
+                           'hook_log': h.hook_log} for h in hosts]
+        set_hugepages(state, int(os.environ.get('TLBB_CLOUD_HUGEPAGES',
+                                                '96')))
+        backends.start_mariadb(lay, state)
+        backends.start_rabbit(lay, state)
+        cfg = openstack.write_configs(lay)
+        for h in hosts:
+            h.enter_namespace()
+            h.start_libvirt()
+        backends.setup_databases(lay, state)
+        steps['databases'] = time.monotonic() - t0
+        say('MariaDB ready; schemas (keystone, placement, glance, '
+            'neutron, nova)')
+        openstack.sync_schemas(lay, cfg)
+        steps['schemas'] = time.monotonic() - t0
+        openstack.start_apis(lay, state, cfg)
+        openstack.wait_apis(lay, state)
+        steps['apis'] = time.monotonic() - t0
+        say('APIs answer; service users and catalog')
+        openstack.register_services(lay)
+        backends.wait_rabbit(lay, state)
+        steps['rabbitmq'] = time.monotonic() - t0
+        openstack.start_nova_services(lay, state, cfg)
+        provider_dir = lay.path('etc', 'nova', 'provider_config')
+        os.makedirs(provider_dir, exist_ok=True)
+        os.makedirs(lay.path('data', 'instances'), exist_ok=True)
+        for h in hosts:
+            h.wait_libvirt()
+            h.start_nova_compute(lay.path('data', 'instances'),
+                                 provider_dir)
+        steps['libvirt'] = time.monotonic() - t0
+        say('waiting for the compute hosts')
+        wait_computes(lay, state, hosts)
+        steps['computes'] = time.monotonic() - t0
+        adm = api.Client(lay.auth_url).authenticate()
+        images = upload_images(lay, adm)
+        flavors = create_flavors(adm)
+        facts = {
+            'auth_url': lay.auth_url, 'region': configs.REGION,
+            'admin': {'user': 'admin', 'password': 'admin',
+                      'project': 'admin'},
+            'images': images, 'flavors': flavors,
+            'hosts': state['hosts'], 'venv': VENV, 'top': top,
+            'logs': lay.logs,
+            'ports': {n: lay.port(n) for n in configs.PORTS},
+        }
+        with open(os.path.join(top, 'cloud.json'), 'w') as f:
+            json.dump(facts, f, indent=1, sort_keys=True)
+        with open(os.path.join(top, 'openrc'), 'w') as f:
+            f.write(openrc(lay))
+    except BaseException as exc:
+        say('FAILED: %s' % exc)
+        say('tearing down what was started')
+        down_state(state)
+        raise
+    took = time.monotonic() - t0
+    mib, n = rss_mib(state)
+    state['ready_seconds'] = took
+    say('cloud ready in %.0f s (%.0f s with the virtualenv check); '
+        '%d processes, RSS %.0f MiB; steps (s since start): %s'
+        % (took, time.monotonic() - t_all, n, mib,
+           ', '.join('%s %.0f' % kv for kv in steps.items())))
+    say('facts: %s; client env: . %s/openrc' % (
+        os.path.join(top, 'cloud.json'), top))
+    return 0
+
+
+def openrc(lay):
+    return ''.join('export %s=%s\n' % kv for kv in (
+        ('OS_AUTH_URL', lay.auth_url), ('OS_USERNAME', 'admin'),
+        ('OS_PASSWORD', 'admin'), ('OS_PROJECT_NAME', 'admin'),
+        ('OS_USER_DOMAIN_ID', 'default'),
+        ('OS_PROJECT_DOMAIN_ID', 'default'),
+        ('OS_IDENTITY_API_VERSION', '3'),
+        ('OS_REGION_NAME', configs.REGION)))
+
+
+def _undo(state):
+    for item in reversed(state.get('undo', [])):
+        if item['kind'] == 'sysctl':
+            try:
+                with open(item['path'], 'w') as f:
+                    f.write(item['value'])
+            except OSError as exc:
+                say('could not restore %s: %s' % (item['path'], exc))
+    state.data['undo'] = []
+    state.save()
+
+
+def down_state(state):
+    for h in state.get('hosts', []):
+        lib = [r for r in state.procs if r['name'] == 'libvirtd-'
+               + h['name']]
+        if lib and procs.alive(lib[0]):
+            computehost.destroy_domains(h['uri'], log=say)
+    ok = procs.stop_all(state, grace=20, log=say)
+    for rec in state.procs:
+        if rec.get('ns'):
+            computehost.sweep_namespace(rec['ns'], log=say)
+    _undo(state)
+    left = [r['name'] for r in state.procs if procs.alive(r)]
+    if left or not ok:
+        raise procs.CloudError('still running after teardown: %s'
+                               % ', '.join(left))
+    return True
+
+
+def down(args):
+    path = os.path.join(top_dir(), 'state.json')
+    if not os.path.exists(path):
+        say('no cloud state at %s: nothing to stop' % path)
+        return 0
+    state = procs.State(path)
+    down_state(state)
+    say('stopped; logs kept in %s' % os.path.join(top_dir(), 'log'))
+    return 0
+
+
+def status(args):
+    path = os.path.join(top_dir(), 'state.json')
+    if not os.path.exists(path):
+        print('no cloud at %s' % top_dir())
+        return 1
+    state = procs.State(path)
+    dead = 0
+    for r in state.procs:
+        a = procs.alive(r)
+        dead += not a
+        print('%-28s %7d  %s' % (r['name'], r['pid'],
+                                 'running' if a else 'GONE'))
+    return 1 if dead else 0
+
+
+def env(args):
+    lay = configs.Layout(top_dir(), int(os.environ.get(
+        'TLBB_CLOUD_PORT_BASE', '23400')), VENV)
+    sys.stdout.write(openrc(lay))
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = p.add_subparsers(dest='cmd', required=True)
+    for name, fn in (('up', up), ('down', down), ('status', status),
+                     ('env', env)):
+        sub.add_parser(name).set_defaults(fn=fn)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except procs.CloudError as exc:
+        print('cloud: %s' % exc, file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as exc:
+        print('cloud: %s' % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
