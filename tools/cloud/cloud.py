@@ -286,8 +286,6 @@ def up(args):
             lay, state, 'tlbb-fast-%d' % (i + 1),
             caps_cache=os.path.join(CACHE, 'cloud-libvirt-caps'))
             for i in range(nhosts)]
-        state['hosts'] = [{'name': h.name, 'uri': h.uri, 'kind': 'fast',
-                           'hook_log': h.hook_log} for h in hosts]
         set_hugepages(state, int(os.environ.get('TLBB_CLOUD_HUGEPAGES',
                                                 '96')))
         backends.start_mariadb(lay, state)
@@ -296,6 +294,7 @@ def up(args):
         for h in hosts:
             h.enter_namespace()
             h.start_libvirt()
+        state['hosts'] = [h.facts() for h in hosts]
         backends.setup_databases(lay, state)
         steps['databases'] = time.monotonic() - t0
         say('MariaDB ready; schemas (keystone, placement, glance, '

@@ -64,6 +64,12 @@ class ComputeHost:
     def conf(self):
         return self.lay.path('etc', 'nova', 'compute-%s.conf' % self.name)
 
+    def facts(self):
+        """What a client needs to reach this host (cloud.json)."""
+        return {'name': self.name, 'kind': 'fast', 'uri': self.uri,
+                'exec': self.ns(), 'hook_log': self.hook_log,
+                'hugetlbfs': os.path.join(self.top, 'hugepages')}
+
     def ns(self):
         holder = self.state.proc('ns-' + self.name)['pid']
         return ['nsenter', '-t', str(holder), '-m', '-u', '--']

@@ -1,0 +1,2 @@
+"""tempest plugin of nova-tlbbalance: acts through the public APIs,
+asserts on the compute hosts (see docs/tempest.md)."""

@@ -1,0 +1,51 @@
+"""The ``[tlbbalance]`` group of tempest.conf."""
+
+from oslo_config import cfg
+
+group = cfg.OptGroup(
+    name='tlbbalance',
+    title='nova-tlbbalance: how the tests reach the compute hosts')
+
+opts = [
+    cfg.StrOpt('host_access', default='ssh', choices=['ssh', 'local'],
+               help='How a test reaches a compute host to assert on it. '
+                    'ssh: as whitebox-tempest-plugin does, to each '
+                    'compute host (ssh_* options). local: the cloud in a '
+                    'box on the machine running tempest '
+                    '(tools/cloud/cloud.py), read from local_cloud_facts.'),
+    cfg.StrOpt('local_cloud_facts', default='',
+               help='host_access=local: path of the cloud in a box\'s '
+                    'cloud.json (each compute host\'s command prefix and '
+                    'libvirt URI).'),
+    cfg.DictOpt('ssh_hosts', default={},
+                help='host_access=ssh: compute service host name -> '
+                     'address to SSH to (default: the host name itself).'),
+    cfg.StrOpt('ssh_user', default='root', help='SSH user.'),
+    cfg.StrOpt('ssh_key_file', default='',
+               help='SSH private key file (default: the agent/defaults).'),
+    cfg.IntOpt('ssh_port', default=22, help='SSH port.'),
+    cfg.BoolOpt('ssh_sudo', default=True,
+                help='Prefix host commands with sudo -n (the probes read '
+                     '/proc/<qemu pid> and configfs: they need root).'),
+    cfg.StrOpt('cli', default='tlbbalance',
+               help='The tlbbalance command on the compute hosts (it must '
+                    'run with the nova_tlbbalance installed there).'),
+    cfg.StrOpt('libvirt_uri', default='qemu:///system',
+               help='libvirt URI on the compute hosts (ssh access).'),
+    cfg.StrOpt('hugetlbfs_mount', default='/dev/hugepages',
+               help='hugetlbfs mount on the compute hosts (ssh access; '
+                    'the local cloud names its own).'),
+    cfg.StrOpt('module_trait', default='CUSTOM_TLBBALANCE_MODULE',
+               help='Placement trait of compute hosts with tlbbalance.ko '
+                    'loaded; flavors that need the module require it.'),
+    cfg.FloatOpt('thp_coverage_min', default=99.0,
+                 help='Minimum share of guest RAM on huge pages, percent, '
+                      'for a THP-backed server.'),
+    cfg.IntOpt('thp_coverage_timeout', default=10,
+               help='Seconds after ACTIVE within which the coverage must '
+                    'be reached.'),
+    cfg.IntOpt('host_check_timeout', default=60,
+               help='Seconds a host-side check (registration gone after '
+                    'delete, the XML after a resize) may take to follow '
+                    'the API.'),
+]

@@ -1,0 +1,117 @@
+"""What every tlbbalance test shares: tagged flavors, servers, the host.
+
+Tests act only through the public APIs (an admin creates flavors with
+``tlbbalance:*`` extra specs; users boot, resize, migrate, reboot, delete)
+and assert on the compute host through :mod:`tlbbalance_tempest_plugin.
+hosts` (virsh, /proc through ``tlbbalance status/verify``, configfs).
+"""
+
+import xml.etree.ElementTree as ET
+
+from tempest.api.compute import base
+from tempest.common import waiters
+from tempest import config
+from tempest.lib.common.utils import data_utils
+
+from tlbbalance_tempest_plugin import hosts
+
+CONF = config.CONF
+POLICY_NS = 'http://openstack.org/xmlns/tlbbalance/1.0'
+
+
+class TLBBalanceTest(base.BaseV2ComputeAdminTest):
+    # 2.86: extra specs are validated by the API (our validators)
+    min_microversion = '2.86'
+    max_microversion = 'latest'
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.service_available.nova:
+            raise cls.skipException('nova is not available')
+
+    @classmethod
+    def setup_clients(cls):
+        super().setup_clients()
+        cls.services_client = cls.os_admin.services_client
+        cls.hypervisor_client = cls.os_admin.hypervisor_client
+        cls.placement_client = cls.os_admin.resource_providers_client
+
+    # -- flavors --------------------------------------------------------------
+
+    def tagged_flavor(self, ram=64, vcpus=1, disk=1, **specs):
+        """A flavor with extra specs; keys without a ':' get the
+        ``tlbbalance:`` prefix."""
+        flavor = self.create_flavor(
+            ram=ram, vcpus=vcpus, disk=disk,
+            name=data_utils.rand_name('tlbb-flavor'))
+        if specs:
+            self.admin_flavors_client.set_flavor_extra_spec(
+                flavor['id'], **{(k if ':' in k else 'tlbbalance:' + k): v
+                                 for k, v in specs.items()})
+        return flavor
+
+    # -- servers --------------------------------------------------------------
+
+    def boot(self, flavor, wait_until='ACTIVE', **kw):
+        server = self.create_test_server(flavor=flavor['id'],
+                                         networks='none',
+                                         wait_until=wait_until, **kw)
+        return self.admin_servers_client.show_server(server['id'])['server']
+
+    def where(self, server_id):
+        """(HostAccess, libvirt domain name) of a server."""
+        s = self.admin_servers_client.show_server(server_id)['server']
+        return (hosts.for_host(s['OS-EXT-SRV-ATTR:host']),
+                s['OS-EXT-SRV-ATTR:instance_name'])
+
+    def wait_active(self, server_id):
+        waiters.wait_for_server_status(self.servers_client, server_id,
+                                       'ACTIVE')
+
+    # -- the host -------------------------------------------------------------
+
+    def policy_of(self, host, domain):
+        """The <tlbbalance:policy> element's attributes (None if absent)
+        and the <memoryBacking> children of the live domain XML."""
+        root = ET.fromstring(host.domain_xml(domain))
+        pol = root.find('metadata/{%s}policy' % POLICY_NS)
+        mb = root.find('memoryBacking')
+        backing = {} if mb is None else {
+            child.tag: dict(child.attrib) for child in mb}
+        return (dict(pol.attrib) if pol is not None else None), backing
+
+    def assert_tagged(self, host, domain, mode):
+        pol, backing = self.policy_of(host, domain)
+        self.assertIsNotNone(pol, 'live XML of %s on %s has no '
+                             '<tlbbalance:policy>' % (domain, host.name))
+        self.assertEqual(mode, pol['mode'])
+        if pol['backing'] == 'thp':
+            self.assertEqual({'type': 'anonymous'}, backing.get('source'))
+            self.assertEqual('immediate',
+                             backing.get('allocation', {}).get('mode'))
+            self.assertIn('nosharepages', backing)
+        return pol
+
+    def assert_untagged(self, host, domain):
+        pol, backing = self.policy_of(host, domain)
+        self.assertIsNone(pol, 'untagged server %s has a policy: %s'
+                          % (domain, pol))
+        self.assertNotIn('source', backing)
+        self.assertNotIn('allocation', backing)
+
+    def registered(self, host, domain):
+        rep = host.vm(domain)
+        return bool(rep and (rep.get('module') or {}).get('registered'))
+
+    def modules_present(self, host):
+        """Skip module checks on a host without the module, visibly."""
+        if not host.module_loaded():
+            self.skipTest('compute host %s has no tlbbalance kernel module '
+                          'loaded: module checks skipped (the hook reports '
+                          '"module absent")' % host.name)
+
+    def hosts_with_trait(self, trait):
+        rps = self.placement_client.list_resource_providers(
+            required=trait)['resource_providers']
+        return {rp['name'] for rp in rps}
