@@ -23,6 +23,7 @@ from nova.virt.libvirt import driver as libvirt_driver
 
 from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance.policy import Policy
 
 CONF = nova_conf.CONF
@@ -40,7 +41,14 @@ class TLBBalancePolicyInvalid(exception.InvalidInput):
     reschedule) and records this message as the instance fault.
     """
 
-    msg_fmt = 'tlbbalance: %(reason)s'
+    msg_fmt = '%(reason)s'
+
+    def __init__(self, reason, **kwargs):
+        # Every reason names its tlbbalance key ("tlbbalance:backing=...");
+        # the others get the prefix once.
+        if not reason.startswith(tlbb_policy.NS_PREFIX):
+            reason = '%s: %s' % (tlbb_policy.NS_PREFIX, reason)
+        super().__init__(reason=reason, **kwargs)
 
 
 def instance_policy(instance):
