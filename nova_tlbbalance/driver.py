@@ -13,16 +13,67 @@ flavor carries ``tlbbalance:*`` extra specs (or of every instance, when
 :func:`nova_tlbbalance.guest_config.apply_to_domain_xml`. Everything else,
 placement and CPU pinning included, is nova's own code. An untagged flavor's
 XML is exactly what stock nova produces.
+
+Where the XML is built:
+
+- Boot, hard reboot, resize, cold migration, rebuild, evacuate: nova calls
+  ``_get_guest_xml`` on the host that will run the guest; the policy comes
+  from the instance's flavor (``instance.flavor``, copied into the instance
+  at boot and resize) and this host's ``[tlbbalance] default_*`` options.
+  The result is recorded in the domain's ``<metadata>``.
+- Live migration: nova does not call ``_get_guest_xml``. The *source* host
+  edits the running domain's XML for the destination
+  (``nova.virt.libvirt.migration.get_updated_guest_xml``), and its
+  ``_update_memory_backing_xml`` drops ``<source>`` and ``<allocation>`` (and
+  adds file backing when the destination has ``[libvirt]
+  file_backed_memory``). Three seams put the policy back:
+
+  * ``check_source_migrate_data_at_dest`` (nova: "the last checks on the
+    destination"; may raise MigrationPreCheckError) runs on the
+    destination after its resource claim, when nova knows the destination's
+    vCPU pins (``migrate_data.dst_numa_info``) and file backing, and only
+    the destination can read its own CPU topology. There
+    :func:`nova_tlbbalance.guest_config.check_destination` refuses a
+    destination the policy contradicts, as a boot there would be refused;
+    the conductor then tries another host. No domain XML exists there yet,
+    so the policy is the flavor's (as for a boot on that host).
+  * ``check_can_live_migrate_source`` (the source's pre-check) runs the
+    source's XML step below once on the running domain's XML, so that a
+    failure of it refuses the migration before it starts: once
+    ``_live_migration_operation`` has begun, nova can only put a failed
+    instance in ERROR.
+  * ``_live_migration_operation`` runs on the source and hands nova's
+    destination XML to libvirt through ``guest.migrate(destination_xml=)``.
+    The override passes a :class:`_PolicyKeepingGuest` (same libvirt domain)
+    whose ``migrate`` runs the XML through ``apply_to_domain_xml(...,
+    migrating=True)`` first: the one call where the finished destination
+    XML leaves nova, per migration, touching nothing else. Wrapping
+    ``migration.get_updated_guest_xml`` instead would mean replacing a
+    module attribute of nova's driver module, shared by every driver
+    object in the process (the stock ``LibvirtDriver`` included).
+
+  On the destination XML the policy is the one in the running domain's
+  ``<metadata>``, not the flavor's: it is what the guest was started with
+  and what the hook registers on both hosts, libvirt carries it with the
+  domain, and a live migration must not change a running guest's memory
+  configuration (which a flavor resolved against other ``[tlbbalance]
+  default_*`` options could). A flavor that now resolves differently is
+  logged; it applies at the next hard reboot. A guest started without a
+  policy migrates as it runs.
 """
+
+import functools
 
 from oslo_log import log as logging
 
 from nova import conf as nova_conf
 from nova import exception
 from nova.virt.libvirt import driver as libvirt_driver
+from nova.virt.libvirt import guest as libvirt_guest
 
 from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance.policy import Policy
 
 CONF = nova_conf.CONF
@@ -40,7 +91,14 @@ class TLBBalancePolicyInvalid(exception.InvalidInput):
     reschedule) and records this message as the instance fault.
     """
 
-    msg_fmt = 'tlbbalance: %(reason)s'
+    msg_fmt = '%(reason)s'
+
+    def __init__(self, reason, **kwargs):
+        # Every reason names its tlbbalance key ("tlbbalance:backing=...");
+        # the others get the prefix once.
+        if not reason.startswith(tlbb_policy.NS_PREFIX):
+            reason = '%s: %s' % (tlbb_policy.NS_PREFIX, reason)
+        super().__init__(reason=reason, **kwargs)
 
 
 def instance_policy(instance):
@@ -53,6 +111,29 @@ def instance_policy(instance):
                                        tlbb_conf.defaults(CONF))
     except ValueError as exc:
         raise TLBBalancePolicyInvalid(reason=str(exc)) from None
+
+
+def _under_policy(policy, step, error, what, otherwise, instance, log=True):
+    """``step()``'s result, under the plugin's failure rules, or None.
+
+    A PolicyConflict (the policy contradicts the guest or the host) raises
+    ``error`` with its text, strict or not. Any other failure (a bug, an
+    unreadable file) raises ``error`` when ``policy.strict``; otherwise it
+    is logged (unless ``log`` is false; ``what`` failed, ``otherwise``
+    happens instead) and None is returned.
+    """
+    try:
+        return step()
+    except guest_config.PolicyConflict as exc:
+        raise error(reason=str(exc)) from None
+    except Exception as exc:
+        if policy.strict:
+            raise error(reason='tlbbalance: cannot %s (tlbbalance:strict='
+                               'true): %s' % (what, exc)) from exc
+        if log:
+            LOG.exception('tlbbalance: cannot %s; %s (tlbbalance:strict='
+                          'false)', what, otherwise, instance=instance)
+        return None
 
 
 class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
@@ -74,23 +155,142 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
         policy = instance_policy(instance)
         if policy is None:
             return xml
-        try:
-            new_xml = guest_config.apply_to_domain_xml(
-                xml, policy,
+        # A contradictory flavor fails the build, naming the keys.
+        new_xml = _under_policy(
+            policy, functools.partial(
+                guest_config.apply_to_domain_xml, xml, policy,
                 huge_page_kib=self._tlbb_huge_page_kib(),
-                allocation_threads=self._tlbb_allocation_threads())
-        except guest_config.PolicyConflict as exc:
-            # The flavor asks for something contradictory: a clear build
-            # failure naming the keys (strict or not).
-            raise TLBBalancePolicyInvalid(reason=str(exc)) from None
-        except Exception as exc:
-            if policy.strict:
-                raise TLBBalancePolicyInvalid(
-                    reason='cannot apply the policy (tlbbalance:strict='
-                           'true): %s' % exc) from exc
-            LOG.exception('tlbbalance: cannot apply the policy; the '
-                          'instance runs with stock nova settings '
-                          '(tlbbalance:strict=false)', instance=instance)
+                allocation_threads=self._tlbb_allocation_threads()),
+            TLBBalancePolicyInvalid, 'apply the policy',
+            'the instance runs with stock nova settings', instance)
+        if new_xml is None:
             return xml
         LOG.debug('tlbbalance: applied %s', policy, instance=instance)
         return new_xml
+
+    # -- live migration (see the module docstring) --------------------------
+
+    def check_source_migrate_data_at_dest(self, ctxt, instance, migrate_data,
+                                          migration, limits, allocs):
+        """On the destination: refuse it if it contradicts the policy."""
+        self._tlbb_check_destination(instance, migrate_data)
+        return super().check_source_migrate_data_at_dest(
+            ctxt, instance, migrate_data, migration, limits, allocs)
+
+    def _tlbb_check_destination(self, instance, migrate_data):
+        try:
+            policy = instance_policy(instance)
+        except TLBBalancePolicyInvalid as exc:
+            LOG.warning('tlbbalance: not checking this host as a live '
+                        'migration destination: %s', exc, instance=instance)
+            return
+        if policy is None:
+            return
+        pins = None
+        numa = migrate_data.dst_numa_info \
+            if 'dst_numa_info' in migrate_data else None
+        if numa is not None and 'cpu_pins' in numa:
+            pins = {int(vcpu): set(cpus)
+                    for vcpu, cpus in numa.cpu_pins.items()}
+        _under_policy(
+            policy, functools.partial(
+                guest_config.check_destination, policy,
+                file_backed_memory=CONF.libvirt.file_backed_memory > 0,
+                pins=pins, nvcpu=instance.flavor.vcpus),
+            exception.MigrationPreCheckError,
+            'check this host as the live migration destination',
+            'migrating anyway', instance)
+
+    def check_can_live_migrate_source(self, context, instance,
+                                      dest_check_data,
+                                      block_device_info=None):
+        """On the source: a dry run of the destination XML step.
+
+        Runs :meth:`_tlbb_destination_xml` on the running domain's XML, so
+        that a failure it would meet once the migration runs (when nova
+        can only put the instance in ERROR) refuses the migration here, the
+        guest untouched. What depends on the destination (its file backing,
+        its pins) is checked there: :meth:`check_source_migrate_data_at_dest`.
+        """
+        data = super().check_can_live_migrate_source(
+            context, instance, dest_check_data, block_device_info)
+        xml = self._host.get_guest(instance).get_xml_desc(
+            dump_migratable=True)
+        self._tlbb_destination_xml(instance, xml, dry_run=True)
+        return data
+
+    def _live_migration_operation(self, context, instance, dest,
+                                  block_migration, migrate_data, guest,
+                                  device_names):
+        keeping = _PolicyKeepingGuest(
+            guest, functools.partial(self._tlbb_destination_xml, instance))
+        return super()._live_migration_operation(
+            context, instance, dest, block_migration, migrate_data, keeping,
+            device_names)
+
+    def _tlbb_destination_xml(self, instance, xml, dry_run=False):
+        """nova's destination XML with the running guest's policy kept.
+
+        ``dry_run``: the pre-check (see check_can_live_migrate_source):
+        refusals are MigrationPreCheckError; what would only be logged is
+        logged once, by the real run.
+        """
+        error = exception.MigrationPreCheckError if dry_run \
+            else exception.MigrationError
+        try:
+            policy = Policy.from_domain_xml(xml)
+        except ValueError as exc:
+            if not dry_run:
+                LOG.warning('tlbbalance: the running domain has a bad '
+                            'policy in its <metadata>; migrating it as nova '
+                            'made the XML: %s', exc, instance=instance)
+            return xml
+        if not dry_run:
+            self._tlbb_compare_flavor(instance, policy)
+        if policy is None:
+            return xml
+        new_xml = _under_policy(
+            policy, functools.partial(
+                guest_config.apply_to_domain_xml, xml, policy,
+                allocation_threads=self._tlbb_allocation_threads(),
+                migrating=True),
+            error, 'keep the policy on the destination',
+            'the guest migrates with nova\'s XML', instance, log=not dry_run)
+        if new_xml is None:
+            return xml
+        LOG.debug('tlbbalance: destination XML keeps %s', policy,
+                  instance=instance)
+        return new_xml
+
+    def _tlbb_compare_flavor(self, instance, running):
+        """Log when the flavor no longer gives the running guest's policy."""
+        try:
+            wanted = instance_policy(instance)
+        except TLBBalancePolicyInvalid as exc:
+            wanted = exc
+        if wanted == running:
+            return
+        LOG.warning('tlbbalance: the guest runs with policy %s (from its '
+                    'domain <metadata>; None: unmanaged) and keeps it on '
+                    'the destination; the flavor and this host\'s '
+                    '[tlbbalance] options now give %s, applied at the next '
+                    'hard reboot', running, wanted, instance=instance)
+
+
+class _PolicyKeepingGuest(libvirt_guest.Guest):
+    """The guest being live migrated, for ``_live_migration_operation``.
+
+    The same libvirt domain as ``guest``; ``migrate`` passes the
+    ``destination_xml`` nova built (keyword, as nova calls it) through
+    ``fix_xml`` before libvirt sees it.
+    """
+
+    def __init__(self, guest, fix_xml):
+        super().__init__(guest._domain)
+        self._tlbb_fix_xml = fix_xml
+
+    def migrate(self, destination, *args, **kwargs):
+        if kwargs.get('destination_xml') is not None:
+            kwargs['destination_xml'] = self._tlbb_fix_xml(
+                kwargs['destination_xml'])
+        return super().migrate(destination, *args, **kwargs)

@@ -48,6 +48,9 @@ FOOTER = """
 
 Checked by the driver plugin when it builds the guest; the instance goes to
 ERROR with a fault that names the keys (the compute service is unaffected).
+A live migration checks the same on the destination host (its file backing,
+its pins) and refuses that destination instead; the guest keeps running
+(operator-guide.md, "Live migration").
 
 | Combination | Why |
 |---|---|
@@ -68,6 +71,10 @@ CONFLICTS = (
      'the guest would be backed by hugetlbfs pages, not THP'),
     ('`tlbbalance:backing=thp` with `[libvirt] file_backed_memory`',
      'THP backing needs anonymous memory'),
+    ('`tlbbalance:backing=hugetlbfs` with `[libvirt] file_backed_memory` '
+     '(a live migration destination)',
+     'nova refuses hugetlbfs pages with file-backed memory at boot, but '
+     'not on live migration'),
     ('`tlbbalance:backing=thp`, memory (or one NUMA cell) smaller than one '
      'huge page',
      'memory is rounded down to whole huge pages'),

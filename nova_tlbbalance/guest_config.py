@@ -17,7 +17,15 @@ What is added, never anything else (nova owns placement and pinning):
 - always: ``<metadata>`` gets the ``<tlbbalance:policy>`` element.
 
 Contradictions between the policy and the domain raise
-:class:`PolicyConflict`, naming the flavor keys involved.
+:class:`PolicyConflict`, naming the flavor keys involved; among them
+file-backed guest memory (``<source type='file'>``) with THP or hugetlbfs
+backing.
+
+Live migration (see :mod:`nova_tlbbalance.driver`): the source passes the
+destination XML nova made through :func:`apply_to_domain_xml` with
+``migrating=True`` (backing restored, memory sizes and pins left alone);
+the destination checks itself with :func:`check_destination` (its file
+backing, its pins against its own CPU topology, :func:`check_pins`).
 """
 
 import logging
@@ -163,12 +171,8 @@ def _round_memory(root, hp_kib):
             _set_kib(cur, kib)
 
 
-def _check_pinning(root, policy, topology):
-    """tlbi_scope die/cluster: every vCPU pinned to one CPU, one die/cluster.
-
-    nova does the pinning (hw:cpu_policy=dedicated); this only checks it.
-    """
-    nvcpu = _vcpu_count(root)
+def _pins(root):
+    """{vCPU: set of host CPUs} from ``root``'s ``<cputune>``."""
     pins = {}
     for pin in root.findall('./cputune/vcpupin'):
         try:
@@ -178,6 +182,21 @@ def _check_pinning(root, policy, topology):
         except (TypeError, ValueError):
             raise ValueError('bad <vcpupin vcpu=%r cpuset=%r>'
                              % (pin.get('vcpu'), pin.get('cpuset'))) from None
+    return pins
+
+
+def check_pins(pins, nvcpu, policy, topology=cpu_topology):
+    """tlbi_scope die/cluster: every vCPU pinned to one CPU, one die/cluster.
+
+    ``pins``: {vCPU: set of host CPUs}, as nova pinned them (on this host);
+    ``nvcpu``: the guest's vCPU count; ``topology``: as for
+    :func:`apply_to_domain_xml`. nova does the pinning
+    (hw:cpu_policy=dedicated); this only checks it. Raises PolicyConflict
+    when a vCPU is not pinned to one CPU, and, with ``policy.strict``, when
+    the pins span several dies (clusters); otherwise logs a warning.
+    """
+    if policy.tlbi_scope == 'none':
+        return
     loose = [v for v in range(nvcpu) if len(pins.get(v, ())) != 1]
     if loose:
         raise PolicyConflict(
@@ -205,10 +224,64 @@ def _check_pinning(root, policy, topology):
         LOG.warning('%s', msg)
 
 
-def _apply_backing(root, policy, huge_page_kib, allocation_threads):
+def _file_backing_conflict(policy, what):
+    """The PolicyConflict for file-backed guest memory (``what``)."""
+    need = {'thp': 'THP backing needs anonymous memory',
+            'hugetlbfs': 'hugetlbfs backing needs hugetlbfs pages (nova '
+                         'refuses hw:mem_page_size with file-backed '
+                         'memory too)'}
+    return PolicyConflict('tlbbalance:backing=%s conflicts with %s; %s'
+                          % (policy.backing, what, need[policy.backing]))
+
+
+def check_destination(policy, file_backed_memory=False, pins=None, nvcpu=0,
+                      topology=cpu_topology):
+    """Check a live migration's destination host against ``policy``.
+
+    Runs on the destination, before anything is migrated (nova builds no
+    XML there: see :mod:`nova_tlbbalance.driver`). ``file_backed_memory``:
+    the destination backs guest memory with files (``[libvirt]
+    file_backed_memory``); ``pins``: {vCPU: set of host CPUs} nova claimed
+    on the destination, or None when nova claimed none (then a tlbi_scope
+    cannot be checked: refused when strict, else a warning); ``nvcpu``:
+    the guest's vCPU count. Raises PolicyConflict as the same policy would
+    at boot on this host (see :func:`check_pins` for tlbi_scope).
+    """
+    if policy is None:
+        return
+    if file_backed_memory and policy.backing != 'none':
+        raise _file_backing_conflict(
+            policy, "this host's [libvirt] file_backed_memory (the guest's "
+            "memory would be file-backed here)")
+    if policy.tlbi_scope == 'none':
+        return
+    if pins is None:
+        msg = ('tlbbalance:tlbi_scope=%s: nova claimed no vCPU pins on this '
+               'host for the migration (NUMA-aware live migration not in '
+               'use), so the scope cannot be checked' % policy.tlbi_scope)
+        if policy.strict:
+            raise PolicyConflict(msg + ' (tlbbalance:strict=true)')
+        LOG.warning('%s', msg)
+        return
+    check_pins(pins, nvcpu, policy, topology)
+
+
+def _memory_source(membacking):
+    """The ``<source type>`` of guest memory ('anonymous' when unset)."""
+    source = None if membacking is None else membacking.find('source')
+    return 'anonymous' if source is None else source.get('type', 'anonymous')
+
+
+def _apply_backing(root, policy, huge_page_kib, allocation_threads,
+                   round_memory):
     membacking = root.find('memoryBacking')
     hugepages = membacking is not None and \
         membacking.find('hugepages') is not None
+    source = _memory_source(membacking)
+    if source == 'file':
+        raise _file_backing_conflict(
+            policy, "<source type='file'> memory (e.g. [libvirt] "
+            "file_backed_memory in nova.conf)")
     if policy.backing == 'hugetlbfs':
         if not hugepages:
             raise PolicyConflict(
@@ -223,17 +296,13 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads):
             'tlbbalance:backing=thp conflicts with hw:mem_page_size (the '
             'guest is backed by hugetlbfs pages); use '
             'tlbbalance:backing=hugetlbfs or drop hw:mem_page_size')
-    if membacking is not None:
-        source = membacking.find('source')
-        if source is not None and source.get('type', 'anonymous') != \
-                'anonymous':
-            raise PolicyConflict(
-                'tlbbalance:backing=thp conflicts with <source type=%r> '
-                'memory (e.g. [libvirt] file_backed_memory in nova.conf); '
-                'THP backing needs anonymous memory' % source.get('type'))
-    if huge_page_kib:
+    if source != 'anonymous':
+        raise PolicyConflict(
+            'tlbbalance:backing=thp conflicts with <source type=%r> memory; '
+            'THP backing needs anonymous memory' % source)
+    if round_memory and huge_page_kib:
         _round_memory(root, huge_page_kib)
-    else:
+    elif round_memory:
         LOG.warning('tlbbalance: huge page size unknown; guest memory not '
                     'rounded to whole huge pages')
     membacking = _insert_after(root, 'memoryBacking',
@@ -250,7 +319,8 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads):
 
 
 def apply_to_domain_xml(xml, policy, huge_page_kib=None,
-                        allocation_threads=False, topology=cpu_topology):
+                        allocation_threads=False, topology=cpu_topology,
+                        migrating=False):
     """Return ``xml`` (a libvirt domain XML string) with ``policy`` applied.
 
     ``policy``: a :class:`nova_tlbbalance.policy.Policy`, or None for an
@@ -259,7 +329,12 @@ def apply_to_domain_xml(xml, policy, huge_page_kib=None,
     for THP backing (see :func:`read_hpage_pmd_kib`); None skips rounding.
     ``allocation_threads``: add ``threads=<vCPUs>`` to ``<allocation>``
     (libvirt >= 8.2.0). ``topology``: cpu -> (package, die, cluster) or
-    None, for the tlbi_scope check.
+    None, for the tlbi_scope check. ``migrating``: ``xml`` is the
+    destination XML of a live migration (built on the source host from the
+    running domain): memory sizes are kept (guest RAM cannot change size in
+    flight; they were rounded when the guest started) and the vCPU pins,
+    the destination's CPUs, are not checked here (the destination checks
+    them against its own topology: :func:`check_destination`).
 
     Applying twice gives the same result as applying once. Raises
     PolicyConflict (a ValueError) when the policy contradicts the domain,
@@ -277,10 +352,11 @@ def apply_to_domain_xml(xml, policy, huge_page_kib=None,
     if root.tag != 'domain':
         raise ValueError('domain XML: root element is <%s>, not <domain>'
                          % root.tag)
-    if policy.tlbi_scope != 'none':
-        _check_pinning(root, policy, topology)
+    if policy.tlbi_scope != 'none' and not migrating:
+        check_pins(_pins(root), _vcpu_count(root), policy, topology)
     if policy.backing != 'none':
-        _apply_backing(root, policy, huge_page_kib, allocation_threads)
+        _apply_backing(root, policy, huge_page_kib, allocation_threads,
+                       round_memory=not migrating)
     metadata = _insert_after(root, 'metadata',
                              ('name', 'uuid', 'genid', 'title',
                               'description'))

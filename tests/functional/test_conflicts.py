@@ -20,6 +20,7 @@ class TestConflicts(base.TLBBalanceTestBase):
         fault = self.fault(server)
         for word in words:
             self.assertIn(word, fault['message'])
+        self.assertNotIn('tlbbalance: tlbbalance:', fault['message'])
         # The compute service survived: a plain server still boots.
         self._boot({}, expected_state='ACTIVE')
 
@@ -29,6 +30,17 @@ class TestConflicts(base.TLBBalanceTestBase):
                              'tlbbalance:tlbi_scope': 'die'})
         self._assert_fault(server, 'tlbbalance:tlbi_scope=die',
                            'hw:cpu_policy=dedicated')
+
+    def test_fault_names_the_key_once(self):
+        # The reason names its key; the message used to repeat the prefix
+        # ("aborted: tlbbalance: tlbbalance:tlbi_scope=die ...").
+        self.start_compute()
+        server = self._boot({'tlbbalance:tlbi_scope': 'die'})
+        self.assertEqual(
+            'Build of instance %s aborted: tlbbalance:tlbi_scope=die needs '
+            'hw:cpu_policy=dedicated (every vCPU pinned to one host CPU); '
+            'vCPU(s) 0,1 are not' % server['id'],
+            self.fault(server)['message'])
 
     def test_hugetlbfs_without_mem_page_size(self):
         self.start_compute()
@@ -105,5 +117,6 @@ class TestPluginFailure(base.TLBBalanceTestBase):
         server = self._boot({'tlbbalance:mode': 'balance',
                              'tlbbalance:strict': 'true'}, 'ERROR')
         message = self.fault(server)['message']
-        self.assertIn('tlbbalance:strict=true', message)
-        self.assertIn('injected plugin failure', message)
+        self.assertIn('aborted: tlbbalance: cannot apply the policy '
+                      '(tlbbalance:strict=true): injected plugin failure',
+                      message)

@@ -206,6 +206,9 @@ def test_tlbi_scope_spanning_dies(caplog):
     with caplog.at_level(logging.WARNING):
         apply(pinned(['1', '4']), policy=loose, topology=topo(TOPO))
     assert 'span 2 dies' in caplog.text
+    with caplog.at_level(logging.WARNING):
+        gc.check_destination(loose, pins=None, nvcpu=2)
+    assert 'cannot be checked' in caplog.text
 
 
 def test_tlbi_scope_cluster():
@@ -261,3 +264,80 @@ def test_xml_declaration_accepted():
         "<?xml version='1.0' encoding='UTF-8'?>\n" + PLAIN,
         Policy(mode='off'), 2048)
     assert Policy.from_domain_xml(out).mode == 'off'
+
+
+# -- live migration ----------------------------------------------------------
+
+def test_hugetlbfs_conflicts_with_file_memory():
+    # nova's live migration to a [libvirt] file_backed_memory host adds
+    # <source type='file'/> next to <hugepages> (it refuses both at boot).
+    xml = PLAIN.replace('<vcpu', '<memoryBacking><hugepages/>'
+                        '<source type="file"/></memoryBacking><vcpu')
+    with pytest.raises(gc.PolicyConflict,
+                       match='backing=hugetlbfs conflicts with '
+                             "<source type='file'>"):
+        apply(xml, policy=Policy(mode='off', backing='hugetlbfs'))
+
+
+def test_migrating_restores_backing_keeps_memory_and_pins():
+    # What nova's get_updated_guest_xml leaves of a THP guest: the memory
+    # it booted with, <nosharepages/> only, the destination's pins.
+    xml = pinned(['1', '4'], memory='1049600').replace(
+        '<vcpu>', '<memoryBacking><nosharepages/></memoryBacking><vcpu>')
+    pol = Policy(mode='balance', tlbi_scope='die', strict=True)
+    root = apply(xml, policy=pol, topology=topo(TOPO), migrating=True,
+                 allocation_threads=True)
+    mb = root.find('memoryBacking')
+    assert [c.tag for c in mb] == ['nosharepages', 'source', 'allocation']
+    assert mb.find('allocation').attrib == {'mode': 'immediate',
+                                            'threads': '2'}
+    # not rounded: guest RAM cannot change size in flight
+    assert root.findtext('memory') == '1049600'
+    # not checked here (the destination checks its own pins)
+    with pytest.raises(gc.PolicyConflict, match='span 2 dies'):
+        apply(xml, policy=pol, topology=topo(TOPO))
+
+
+def test_migrating_refuses_file_memory():
+    xml = PLAIN.replace('<vcpu', '<memoryBacking><nosharepages/>'
+                        '<source type="file"/><access mode="shared"/>'
+                        '</memoryBacking><vcpu')
+    with pytest.raises(gc.PolicyConflict, match='backing=thp conflicts'):
+        apply(xml, migrating=True)
+
+
+def test_check_destination_file_backed_memory():
+    for backing in ('thp', 'hugetlbfs'):
+        pol = Policy(mode='off', backing=backing)
+        gc.check_destination(pol)
+        with pytest.raises(gc.PolicyConflict,
+                           match='backing=%s conflicts with this host.s '
+                                 r'\[libvirt\] file_backed_memory' % backing):
+            gc.check_destination(pol, file_backed_memory=True)
+    gc.check_destination(Policy(mode='off', backing='none'),
+                         file_backed_memory=True)
+    gc.check_destination(None, file_backed_memory=True)
+
+
+def test_check_destination_pins(caplog):
+    strict = Policy(mode='off', backing='none', tlbi_scope='die',
+                    strict=True)
+    gc.check_destination(strict, pins={0: {2}, 1: {3}}, nvcpu=2,
+                         topology=topo(TOPO))
+    with pytest.raises(gc.PolicyConflict, match='span 2 dies'):
+        gc.check_destination(strict, pins={0: {1}, 1: {2}, 2: {4}},
+                             nvcpu=3, topology=topo(TOPO))
+    with pytest.raises(gc.PolicyConflict, match='vCPU\\(s\\) 1 are not'):
+        gc.check_destination(strict, pins={0: {2}, 1: {2, 3}}, nvcpu=2,
+                             topology=topo(TOPO))
+    with pytest.raises(gc.PolicyConflict, match='claimed no vCPU pins'):
+        gc.check_destination(strict, pins=None, nvcpu=2,
+                             topology=topo(TOPO))
+    loose = Policy(mode='off', backing='none', tlbi_scope='die')
+    with caplog.at_level(logging.WARNING):
+        gc.check_destination(loose, pins={0: {1}, 1: {4}}, nvcpu=2,
+                             topology=topo(TOPO))
+    assert 'span 2 dies' in caplog.text
+    with caplog.at_level(logging.WARNING):
+        gc.check_destination(loose, pins=None, nvcpu=2)
+    assert 'cannot be checked' in caplog.text
