@@ -73,12 +73,20 @@ from nova.virt.libvirt import guest as libvirt_guest
 
 from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import preconditions
 from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance.policy import Policy
+from nova_tlbbalance.probes import domxml
 
 CONF = nova_conf.CONF
 tlbb_conf.register_opts(CONF)
 LOG = logging.getLogger(__name__)
+
+# Where the strict preconditions read the host (functional tests point
+# them at a fake tree: nova's harness runs no kernel module).
+SYS_ROOT = '/sys'
+PROC_ROOT = '/proc'
+CONFIGFS = None     # the module's configfs root; None: modclient's default
 
 # <allocation threads='N'/> appeared in libvirt 8.2.0.
 MIN_LIBVIRT_ALLOCATION_THREADS = (8, 2, 0)
@@ -165,8 +173,24 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
             'the instance runs with stock nova settings', instance)
         if new_xml is None:
             return xml
+        if policy.strict:
+            self._tlbb_check_preconditions(new_xml, policy)
         LOG.debug('tlbbalance: applied %s', policy, instance=instance)
         return new_xml
+
+    def _tlbb_check_preconditions(self, xml, policy):
+        """A strict guest's host preconditions (free huge pages, host THP,
+        the module), checked here so the build is aborted with the reason
+        as its fault; the hook checks them again at start (after this it
+        would refuse with a libvirt error, which nova reschedules and
+        reports as 'Exceeded maximum number of retries')."""
+        try:
+            preconditions.check(domxml.parse(xml), policy, SYS_ROOT,
+                                PROC_ROOT, CONFIGFS)
+        except preconditions.Unmet as exc:
+            raise TLBBalancePolicyInvalid(
+                reason='strict policy (tlbbalance:strict=true) not met on '
+                       'host %s: %s' % (CONF.host, exc)) from None
 
     # -- live migration (see the module docstring) --------------------------
 

@@ -19,6 +19,7 @@ import time
 
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
+from nova_tlbbalance import preconditions
 from nova_tlbbalance.hook.common import Failure
 from nova_tlbbalance.hook.common import bounded
 from nova_tlbbalance.hook.common import ms as _ms
@@ -57,62 +58,11 @@ def run(name, op, sub, data, t0):
 
 # -- prepare --------------------------------------------------------------
 
-def hugepage_needs(dom, default_size, all_nodes):
-    """{(page size, host nodes): pages needed} for a hugetlbfs domain."""
-    def size_for(cell_id):
-        for size, nodeset in dom.hugepages:
-            if cell_id is not None and cell_id in nodeset:
-                return size or default_size
-        for size, nodeset in dom.hugepages:
-            if not nodeset:
-                return size or default_size
-        return dom.hugepages[0][0] or default_size
-
-    needs = {}
-    units = ([(c.id, c.memory) for c in dom.cells] if dom.cells
-             else [(None, dom.memory)])
-    for cell_id, mem in units:
-        size = size_for(cell_id)
-        nodes = (dom.memnodes.get(cell_id) if cell_id is not None else None) \
-            or dom.numa_nodeset or tuple(all_nodes)
-        key = (size, tuple(sorted(nodes)))
-        needs[key] = needs.get(key, 0) + -(-mem // size)
-    return needs
-
-
 def prepare(dom, pol, config, log, extra):
-    if pol.backing == 'thp':
-        mode = proc.thp_mode(config.sys)
-        if mode == 'never':
-            raise Failure('backing=thp but host transparent huge pages are '
-                          'off (/sys/kernel/mm/transparent_hugepage/enabled '
-                          '= never)')
-        return 'thp %s' % (mode or 'unknown')
-    if pol.backing != 'hugetlbfs':
-        return 'nothing to check'
-    if not dom.uses_hugetlbfs:
-        raise Failure('backing=hugetlbfs but the domain has no '
-                      '<memoryBacking><hugepages> (hw:mem_page_size)')
-    default = proc.default_hugepage_size(config.proc)
-    free_by_size = {}
-    short = []
-    checked = []
-    host_nodes = sorted(proc.free_hugepages(default, config.sys))
-    for (size, nodes), need in sorted(hugepage_needs(
-            dom, default, host_nodes).items()):
-        if size not in free_by_size:
-            free_by_size[size] = proc.free_hugepages(size, config.sys)
-        free = free_by_size[size]
-        have = sum(free.get(n, 0) for n in nodes)
-        where = 'host node(s) %s' % domxml.format_cpuset(nodes)
-        checked.append('%d x %d KiB on %s (%d free)'
-                       % (need, size // 1024, where, have))
-        if have < need:
-            short.append('%d free %d KiB huge pages on %s, %d needed'
-                         % (have, size // 1024, where, need))
-    if short:
-        raise Failure('not enough huge pages: ' + '; '.join(short))
-    return 'huge pages available: ' + '; '.join(checked)
+    try:
+        return preconditions.memory(dom, pol, config.sys, config.proc)
+    except preconditions.Unmet as exc:
+        raise Failure(str(exc)) from None
 
 
 # -- started ----------------------------------------------------------------

@@ -84,6 +84,21 @@ class TLBBalanceTestBase(base.ServersTestBase):
                                 ('cluster_id', cpu // 2)):
                 with open(os.path.join(topo, name), 'w') as f:
                     f.write('%d\n' % value)
+        # The strict preconditions (driver.SYS_ROOT): host THP madvise,
+        # no hugetlbfs pages unless a test writes some.
+        thp = os.path.join(root, 'kernel', 'mm', 'transparent_hugepage')
+        os.makedirs(thp)
+        with open(os.path.join(thp, 'enabled'), 'w') as f:
+            f.write('always [madvise] never\n')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.SYS_ROOT', root))
+        # nova's harness runs no kernel module: an empty directory stands
+        # in for its configfs root, so strict guests find it "loaded"
+        # (tests of a missing module point it elsewhere).
+        self.configfs = os.path.join(root, 'configfs-tlbbalance')
+        os.makedirs(os.path.join(self.configfs, 'vms'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.CONFIGFS', self.configfs))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_tlbbalance.guest_config.HPAGE_PMD_SIZE', hpage))
         self.useFixture(fixtures.MonkeyPatch(

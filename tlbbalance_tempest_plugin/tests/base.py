@@ -23,6 +23,9 @@ class TLBBalanceTest(base.BaseV2ComputeAdminTest):
     # 2.86: extra specs are validated by the API (our validators)
     min_microversion = '2.86'
     max_microversion = 'latest'
+    # 1.18: GET /resource_providers?required=<trait>
+    placement_min_microversion = '1.18'
+    placement_max_microversion = 'latest'
 
     @classmethod
     def skip_checks(cls):
@@ -58,6 +61,22 @@ class TLBBalanceTest(base.BaseV2ComputeAdminTest):
                                          networks='none',
                                          wait_until=wait_until, **kw)
         return self.admin_servers_client.show_server(server['id'])['server']
+
+    def boot_until_settled(self, flavor):
+        """Create a server and wait until it is ACTIVE or ERROR (a build
+        expected to fail); the admin view of it."""
+        body = self.servers_client.create_server(
+            name=data_utils.rand_name('tlbb-server'), flavorRef=flavor['id'],
+            imageRef=CONF.compute.image_ref, networks='none')['server']
+        self.addCleanup(waiters.wait_for_server_termination,
+                        self.servers_client, body['id'])
+        self.addCleanup(self.servers_client.delete_server, body['id'])
+        return hosts.wait_until(
+            'server %s ACTIVE or ERROR' % body['id'],
+            lambda: (lambda s: s if s['status'] in ('ACTIVE', 'ERROR')
+                     else None)(self.admin_servers_client.show_server(
+                         body['id'])['server']),
+            CONF.compute.build_timeout, interval=1)
 
     def where(self, server_id):
         """(HostAccess, libvirt domain name) of a server."""

@@ -104,9 +104,12 @@ def ensure_venv():
                   timeout=1800)
         with open(stamp, 'w') as f:
             f.write(want)
+    had_build = os.path.exists(os.path.join(REPO, 'build'))
     procs.run([os.path.join(VENV, 'bin', 'pip'), 'install', '-q',
                '--no-deps', '--force-reinstall', REPO],
               'pip install this checkout', timeout=600)
+    if not had_build:   # setuptools leaves build/ in the checkout
+        shutil.rmtree(os.path.join(REPO, 'build'), ignore_errors=True)
     say('virtualenv ready (%.0f s)' % (time.monotonic() - t0))
 
 

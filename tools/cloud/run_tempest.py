@@ -71,6 +71,7 @@ def tempest_conf(facts, top):
         False)
     sec('service_available', nova=True, glance=True, neutron=True,
         cinder=False, swift=False, horizon=False, placement=True)
+    sec('placement', min_microversion='1.0', max_microversion='latest')
     sec('validation', run_validation=False)
     sec('image-feature-enabled', api_v2=True)
     sec('tlbbalance', host_access='local',

@@ -27,15 +27,7 @@ class ModuleTraitTest(base.TLBBalanceTest):
                                 else 'missing'))
         flavor = self.tagged_flavor(
             mode='balance', **{'trait:%s' % trait: 'required'})
-        body = self.create_test_server(flavor=flavor['id'],
-                                       networks='none',
-                                       wait_until=None)
-        server = hosts.wait_until(
-            'server %s ACTIVE or ERROR' % body['id'],
-            lambda: (lambda s: s if s['status'] in ('ACTIVE', 'ERROR')
-                     else None)(self.admin_servers_client.show_server(
-                         body['id'])['server']),
-            CONF.compute.build_timeout, interval=1)
+        server = self.boot_until_settled(flavor)
         if not with_trait:
             self.assertEqual('ERROR', server['status'])
             self.assertIn('No valid host', server['fault']['message'])

@@ -1,11 +1,9 @@
 """Strict mode: a failing precondition fails the build, clearly, and the
 compute service stays up."""
 
-from tempest.common import waiters
 from tempest import config
 from tempest.lib.common.utils import data_utils
 from tempest.lib import decorators
-from tempest.lib import exceptions as lib_exc
 
 from tlbbalance_tempest_plugin import hosts
 from tlbbalance_tempest_plugin.tests import base
@@ -44,15 +42,7 @@ class StrictModeTest(base.TLBBalanceTest):
         flavor = self.tagged_flavor(
             mode='monitor', backing='hugetlbfs', strict='true',
             **{'hw:mem_page_size': 'large'})
-        body = self.create_test_server(flavor=flavor['id'],
-                                       networks='none')
-        try:
-            waiters.wait_for_server_status(self.servers_client, body['id'],
-                                           'ERROR')
-        except lib_exc.BuildErrorException:
-            pass
-        server = self.admin_servers_client.show_server(body['id'])[
-            'server']
+        server = self.boot_until_settled(flavor)
         self.assertEqual('ERROR', server['status'])
         fault = server.get('fault', {}).get('message', '')
         self.assertIn('huge pages', fault,
