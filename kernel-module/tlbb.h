@@ -47,9 +47,16 @@ struct tlbb_counter_ops {
 	void (*stop)(struct tlbb_vm *vm);
 };
 
-/* A VMA span on which the limiter set VM_NOHUGEPAGE. */
+/*
+ * A VMA on which the limiter set VM_NOHUGEPAGE: where it was, and what
+ * memory it held (anonymous page offsets and anon_vma move with the memory
+ * on mremap, so the flag can be found again at a new address). The anon_vma
+ * pointer is only compared, never followed.
+ */
 struct tlbb_held_vma {
 	unsigned long start, end;
+	unsigned long pgoff, pgoff_end;
+	const void *anon;
 };
 
 #define TLBB_MAX_HELD		128
@@ -61,6 +68,7 @@ struct tlbb_limiter {
 	u64 splits;		/* huge PMDs split since the pid was set */
 	u64 restores;		/* limit raises since the pid was set */
 	int last_err;		/* last error seen while enforcing, or 0 */
+	u64 stuck;		/* huge pages over the limit left unsplit */
 };
 
 struct tlbb_vm {
@@ -121,6 +129,9 @@ extern atomic_t tlbb_nr_vms;
 /* tlbb_configfs.c */
 int tlbb_configfs_init(void);
 void tlbb_configfs_exit(void);
+int tlbb_configfs_pin(struct tlbb_vm *vm);
+void tlbb_configfs_unpin(struct tlbb_vm *vm);
+int tlbb_parse_u64(const char *s, bool hex, u64 *val);
 
 /* tlbb_vm.c */
 struct tlbb_vm *tlbb_vm_create(const char *name);

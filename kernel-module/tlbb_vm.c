@@ -111,7 +111,10 @@ static void tlbb_vm_put_vcpus(struct tlbb_vm *vm)
 	vm->nr_vcpus = 0;
 }
 
-/* Stop monitoring: counters off, limit lifted. vm->lock held. */
+/*
+ * Stop monitoring: counters off, limit lifted, the directory unpinned (rmdir
+ * works again). vm->lock held.
+ */
 static void tlbb_vm_stop(struct tlbb_vm *vm)
 {
 	if (vm->mode == TLBB_MODE_OFF)
@@ -123,8 +126,10 @@ static void tlbb_vm_stop(struct tlbb_vm *vm)
 	} else {
 		tlbb_thp_forget(vm);
 	}
+	vm->lim.stuck = 0;
 	vm->mode = TLBB_MODE_OFF;
 	strscpy(vm->backend_desc, "none (mode off)", sizeof(vm->backend_desc));
+	tlbb_configfs_unpin(vm);
 }
 
 /* Let go of the process and everything tied to it. vm->lock held. */
@@ -378,6 +383,10 @@ int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
 		ret = -EINVAL;
 		if (!vm->nr_ranges)
 			goto out;
+		/* pinned before the old mode's pin goes: never unpinned */
+		ret = tlbb_configfs_pin(vm);
+		if (ret)
+			goto out;	/* -ENOENT: rmdir under way */
 	}
 	tlbb_vm_stop(vm);
 	ret = 0;

@@ -16,7 +16,8 @@
  *  - the load moves to the small group: N_hl rises back to 64, four pages
  *    per decision (step_pages = 4, to keep the test short), and the huge
  *    pages return (khugepaged re-forms them once the hold is lifted);
- *  - monitor mode never limits; mode off and rmdir lift a limit at once.
+ *  - monitor mode never limits; mode off lifts a limit at once; rmdir of a
+ *    balanced VM is refused (EBUSY) until it is off.
  *
  * Shortened for test speed (the paper's defaults are 100 ms and 10 s):
  * interval_ms = 50, sustain_ms = 500. samples = 3 and the imbalance
@@ -251,9 +252,10 @@ static void raise_back(uint64_t sum0)
 }
 
 /*
- * Phase 4: monitor mode never limits; leaving balance (mode off) and rmdir
- * lift the limit at once. Fast settings: no sustain, one sample per
- * decision, the whole VM in one step, floor 0.
+ * Phase 4: monitor mode never limits; leaving balance (mode off) lifts the
+ * limit at once; rmdir of a balanced VM is EBUSY until it is off. Fast
+ * settings: no sustain, one sample per decision, the whole VM in one step,
+ * floor 0.
  */
 static void leave(uint64_t sum0)
 {
@@ -287,9 +289,12 @@ static void leave(uint64_t sum0)
 	huge = wait_huge(0, 5000);
 	tap_ok(huge == 0 && region_nohuge() == 1,
 	       "balance again: all split, held (%ld)", huge);
-	tap_ok(!tlbb_inject_off(VM) && !tlbb_vm_remove(VM),
-	       "rmdir while the limit holds");
-	tap_ok(region_nohuge() == 0, "rmdir lifts VM_NOHUGEPAGE");
+	tap_ok(!tlbb_inject_off(VM) && tlbb_vm_remove(VM) == -EBUSY &&
+	       region_nohuge() == 1,
+	       "rmdir while the limit holds: EBUSY, the hold stays");
+	tap_ok(!tlbb_set(VM, "mode", "off\n") && !tlbb_vm_remove(VM),
+	       "mode off, then rmdir");
+	tap_ok(region_nohuge() == 0, "no VM_NOHUGEPAGE left after off + rmdir");
 	huge = wait_huge(PAGES, 20000);
 	tap_ok(huge == PAGES, "huge pages return after rmdir (%ld)", huge);
 	tap_ok(thp_checksum(region, len) == sum0,
