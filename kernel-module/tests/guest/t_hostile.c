@@ -49,29 +49,6 @@
 
 static size_t len;
 
-/* VM_NOHUGEPAGE ("nh" in VmFlags) on the VMA holding @addr: 1, 0, -1. */
-static int nohuge_at(const void *addr)
-{
-	uintptr_t lo = (uintptr_t)addr, s, e;
-	char line[512];
-	int inside = 0, nh = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			inside = s <= lo && lo < e;
-			continue;
-		}
-		if (inside && !strncmp(line, "VmFlags:", 8))
-			nh = strstr(line, " nh") != NULL;
-	}
-	fclose(f);
-	return nh;
-}
-
 static long wait_huge(const void *addr, long want, unsigned int ms)
 {
 	unsigned int t;
@@ -109,7 +86,7 @@ static long rehuge(char *p)
 
 	if (huge != PAGES) {
 		tap_diag("MADV_COLLAPSE: %s, %ld huge, nh %d; waiting for khugepaged",
-			 err ? strerror(errno) : "ok", huge, nohuge_at(p));
+			 err ? strerror(errno) : "ok", huge, thp_vma_nohuge(p));
 		huge = wait_huge(p, PAGES, 20000);
 	}
 	return huge;
@@ -136,11 +113,7 @@ static void register_region(const char *p)
 	err = tlbb_set(VM, "pid", "%d\n", getpid());
 	err = err ?: tlbb_set(VM, "vcpu_tids", "%d\n", gettid());
 	err = err ?: tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", p, len);
-	err = err ?: tlbb_set(VM, "interval_ms", "20\n");
-	err = err ?: tlbb_set(VM, "sustain_ms", "0\n");
-	err = err ?: tlbb_set(VM, "samples", "1\n");
-	err = err ?: tlbb_set(VM, "floor_pages", "0\n");
-	err = err ?: tlbb_set(VM, "step_pages", "%d\n", PAGES);
+	err = err ?: tlbb_set_fast(VM, PAGES);
 	err = err ?: tlbb_inject(VM, MCF_HUGE, MCF_SMALL);
 	tap_require(!err, "register this process: %s", strerror(-err));
 }
@@ -220,7 +193,7 @@ static void test_rmdir(void)
 	err = tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", p, len);
 	err = err ?: tlbb_set(VM, "mode", "balance\n");
 	tap_require(!err, "a fresh region, mode balance: %s", strerror(-err));
-	tap_ok(wait_huge(p, 0, 5000) == 0 && nohuge_at(p) == 1,
+	tap_ok(wait_huge(p, 0, 5000) == 0 && thp_vma_nohuge(p) == 1,
 	       "balance, floor 0: every huge page split, VMA held");
 
 	err = as_child(priv_drop_sys_admin, rmdir_vm);
@@ -230,7 +203,7 @@ static void test_rmdir(void)
 	tap_ok(err == EACCES, "nobody: rmdir refused (%s)",
 	       err > 0 ? strerror(err) : err ? "killed" : "removed");
 	tlbb_get(VM, "mode", mode, sizeof(mode));
-	tap_ok(!strcmp(mode, "balance") && nohuge_at(p) == 1 &&
+	tap_ok(!strcmp(mode, "balance") && thp_vma_nohuge(p) == 1 &&
 	       thp_huge_pages(0, p, len) == 0,
 	       "the VM is still balanced and its hold in force (mode %s)",
 	       mode);
@@ -254,19 +227,19 @@ static char *test_mremap(char *p)
 	sum = thp_checksum(p, len);
 	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
 	huge = wait_huge(p, 0, 5000);
-	tap_ok(huge == 0 && nohuge_at(p) == 1,
-	       "limit 0: split and held (%ld huge, nh %d)", huge, nohuge_at(p));
+	tap_ok(huge == 0 && thp_vma_nohuge(p) == 1,
+	       "limit 0: split and held (%ld huge, nh %d)", huge, thp_vma_nohuge(p));
 	dst = thp_alloc(len, 0, 1);
 	q = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	tap_require(q == dst, "mremap the held region elsewhere: %s",
 		    strerror(errno));
-	tap_ok(nohuge_at(q) == 1, "the moved VMA carries the limiter's VM_NOHUGEPAGE");
+	tap_ok(thp_vma_nohuge(q) == 1, "the moved VMA carries the limiter's VM_NOHUGEPAGE");
 	tap_ok(thp_checksum(q, len) == sum, "contents unchanged by the move");
 	tlbb_msleep(100);	/* a few ticks on the stale range */
 	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
-	tap_ok(nohuge_at(q) == 0,
+	tap_ok(thp_vma_nohuge(q) == 0,
 	       "mode off clears VM_NOHUGEPAGE at the new address (nh %d)",
-	       nohuge_at(q));
+	       thp_vma_nohuge(q));
 	huge = rehuge(q);
 	tap_ok(huge == PAGES,
 	       "the moved memory gets huge pages again (%ld of %d)", huge,
@@ -280,11 +253,11 @@ static char *test_mremap(char *p)
 	dst = thp_alloc(len, 0, 1);
 	p = mremap(q, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	tap_require(p == dst, "mremap again: %s", strerror(errno));
-	tap_ok(huge == 0 && nohuge_at(p) == 1, "held and moved again");
+	tap_ok(huge == 0 && thp_vma_nohuge(p) == 1, "held and moved again");
 	err = tlbb_set(VM, "mode", "off\n");
 	err = err ?: tlbb_vm_remove(VM);
-	tap_ok(!err && nohuge_at(p) == 0,
-	       "off + rmdir: no VM_NOHUGEPAGE left (nh %d)", nohuge_at(p));
+	tap_ok(!err && thp_vma_nohuge(p) == 0,
+	       "off + rmdir: no VM_NOHUGEPAGE left (nh %d)", thp_vma_nohuge(p));
 	huge = rehuge(p);
 	tap_ok(huge == PAGES, "and it gets huge pages again (%ld)", huge);
 	tap_require(!tlbb_vm_create(VM), "mkdir vms/" VM " again");
