@@ -206,8 +206,8 @@ int main(void)
 		 reads, sh->read_max_ms);
 	tap_diag("with reader: root write max %.1f ms (%ld writes), target mmap max %.1f ms (%ld), noise max %.1f ms",
 		 w1, nw1, m1, nm1, n1);
-	printf("BENCH readcost write_max_ms=%.1f mmap_max_ms=%.1f noise_max_ms=%.1f read_max_ms=%.1f reads=%ld baseline_write_max_ms=%.1f baseline_mmap_max_ms=%.1f baseline_noise_max_ms=%.1f\n",
-	       w1, m1, n1, sh->read_max_ms, reads, w0, m0, n0);
+	tap_diag("BENCH readcost write_max_ms=%.1f mmap_max_ms=%.1f noise_max_ms=%.1f read_max_ms=%.1f reads=%ld baseline_write_max_ms=%.1f baseline_mmap_max_ms=%.1f baseline_noise_max_ms=%.1f",
+		 w1, m1, n1, sh->read_max_ms, reads, w0, m0, n0);
 	tap_ok(reads > 0, "the reader read while the others ran (%ld)", reads);
 	tap_ok(w1 < BOUND_MS + n1,
 	       "root writes wait < %.0f ms + noise %.1f ms under the reader (max %.1f ms)",
