@@ -71,6 +71,21 @@ struct tlbb_limiter {
 	u64 stuck;		/* huge pages over the limit left unsplit */
 };
 
+/*
+ * A registration being staged ("stage" written to commit): what writes to
+ * pid, vcpu_tids, ranges, mode and the tunables set instead of the live
+ * VM, applied at once by "commit". Ids as written, resolved at commit.
+ */
+struct tlbb_stage {
+	int pid;
+	unsigned int nr_tids;
+	int tids[TLBB_MAX_VCPUS];
+	unsigned int nr_ranges;
+	struct tlbb_range ranges[TLBB_MAX_RANGES];
+	struct tlbb_params params;
+	enum tlbb_mode mode;
+};
+
 struct tlbb_vm {
 	struct config_group group;
 	struct list_head node;		/* in tlbb_vms (tlbb_vms_lock) */
@@ -110,6 +125,10 @@ struct tlbb_vm {
 	u64 ticks;			/* controller ticks since pid write */
 	cpumask_var_t cpus_allowed, cpus_ran;
 
+	struct tlbb_stage *stage;	/* NULL: writes apply at once */
+	int commit_err;			/* outcome of the last commit */
+	char commit_msg[96];
+
 	char name[TLBB_NAME_MAX + 1];	/* usercopy region of the slab */
 };
 
@@ -146,6 +165,9 @@ int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
 int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode);
 int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val);
 int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small);
+int tlbb_vm_stage(struct tlbb_vm *vm);
+int tlbb_vm_abort(struct tlbb_vm *vm);
+int tlbb_vm_commit(struct tlbb_vm *vm);
 const char *tlbb_mode_name(enum tlbb_mode mode);
 const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 

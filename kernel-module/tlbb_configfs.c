@@ -326,6 +326,46 @@ static ssize_t tlbb_vm_mode_store(struct config_item *item, const char *page,
 	return ret ? ret : len;
 }
 
+/* ---- commit: staged registration ---- */
+
+static ssize_t tlbb_vm_commit_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	ssize_t n;
+
+	mutex_lock(&vm->lock);
+	n = sysfs_emit(page, "%s\nlast %d %s\n",
+		       vm->stage ? "staging" : "idle", vm->commit_err,
+		       vm->commit_msg[0] ? vm->commit_msg : "-");
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+/*
+ * "stage": from now on pid, vcpu_tids, ranges, mode and the tunables are
+ * staged (checked for form only); "commit": check all of it against the
+ * system and apply it at once, or fail naming what is wrong (read this
+ * file); "abort": drop the stage.
+ */
+static ssize_t tlbb_vm_commit_store(struct config_item *item,
+				    const char *page, size_t len)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	int ret = tlbb_store_check(page, len);
+
+	if (ret)
+		return ret;
+	if (sysfs_streq(page, "stage"))
+		ret = tlbb_vm_stage(vm);
+	else if (sysfs_streq(page, "commit"))
+		ret = tlbb_vm_commit(vm);
+	else if (sysfs_streq(page, "abort"))
+		ret = tlbb_vm_abort(vm);
+	else
+		ret = -EINVAL;
+	return ret ? ret : len;
+}
+
 /* ---- parameters: one attribute per line of tlbb_params.def ---- */
 
 static ssize_t tlbb_param_show(struct config_item *item,
@@ -516,10 +556,10 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 
 	mutex_lock(&vm->lock);
 	n += sysfs_emit_at(page, n,
-			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\nlimiter_stuck %llu\n",
+			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\nlimiter_stuck %llu\nstaging %d\n",
 			   tlbb_mode_name(vm->mode),
 			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject,
-			   vm->lim.last_err, vm->lim.stuck);
+			   vm->lim.last_err, vm->lim.stuck, !!vm->stage);
 #define TLBB_STAT(name, kind, help)					\
 	n += sysfs_emit_at(page, n, "%s ", #name);			\
 	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));
@@ -538,6 +578,7 @@ TLBB_ATTR_RW(tlbb_vm_, pid);
 TLBB_ATTR_RW(tlbb_vm_, vcpu_tids);
 TLBB_ATTR_RW(tlbb_vm_, ranges);
 TLBB_ATTR_RW(tlbb_vm_, mode);
+TLBB_ATTR_RW(tlbb_vm_, commit);
 TLBB_ATTR_RO(tlbb_vm_, status);
 
 static struct configfs_attribute *tlbb_vm_attrs[] = {
@@ -545,6 +586,7 @@ static struct configfs_attribute *tlbb_vm_attrs[] = {
 	&tlbb_vm_attr_vcpu_tids,
 	&tlbb_vm_attr_ranges,
 	&tlbb_vm_attr_mode,
+	&tlbb_vm_attr_commit,
 	&tlbb_vm_attr_status,
 #define TLBB_PARAM(name, def, min, max, unit, help) &tlbb_p_attr_##name,
 #include "core/tlbb_params.def"

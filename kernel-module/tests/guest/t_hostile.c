@@ -131,8 +131,8 @@ static int as_child(int (*drop)(void), int (*fn)(void))
 }
 
 static const char *const vm_files[] = {
-	"pid", "vcpu_tids", "ranges", "mode", "status", "huge_pages",
-	"huge_limit", "cpus_allowed", "samples",
+	"pid", "vcpu_tids", "ranges", "mode", "commit", "status",
+	"huge_pages", "huge_limit", "cpus_allowed", "samples",
 };
 
 static int nobody_reads(void)
@@ -165,7 +165,7 @@ static void test_modes(void)
 		/* the writable ones: 0600; statistics and status: 0400 */
 		int rw = !strcmp(f, "pid") || !strcmp(f, "vcpu_tids") ||
 			 !strcmp(f, "ranges") || !strcmp(f, "mode") ||
-			 !strcmp(f, "samples");
+			 !strcmp(f, "samples") || !strcmp(f, "commit");
 		mode_t want = rw ? 0600 : 0400;
 
 		if (stat(tlbb_path(VM, f), &st) || (st.st_mode & 07777) != want ||
