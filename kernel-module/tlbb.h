@@ -47,9 +47,16 @@ struct tlbb_counter_ops {
 	void (*stop)(struct tlbb_vm *vm);
 };
 
-/* A VMA span on which the limiter set VM_NOHUGEPAGE. */
+/*
+ * A VMA on which the limiter set VM_NOHUGEPAGE: where it was, and what
+ * memory it held (anonymous page offsets and anon_vma move with the memory
+ * on mremap, so the flag can be found again at a new address). The anon_vma
+ * pointer is only compared, never followed.
+ */
 struct tlbb_held_vma {
 	unsigned long start, end;
+	unsigned long pgoff, pgoff_end;
+	const void *anon;
 };
 
 #define TLBB_MAX_HELD		128
@@ -61,6 +68,22 @@ struct tlbb_limiter {
 	u64 splits;		/* huge PMDs split since the pid was set */
 	u64 restores;		/* limit raises since the pid was set */
 	int last_err;		/* last error seen while enforcing, or 0 */
+	u64 stuck;		/* huge pages over the limit left unsplit */
+};
+
+/*
+ * A registration being staged ("stage" written to commit): what writes to
+ * pid, vcpu_tids, ranges, mode and the tunables set instead of the live
+ * VM, applied at once by "commit". Ids as written, resolved at commit.
+ */
+struct tlbb_stage {
+	int pid;
+	unsigned int nr_tids;
+	int tids[TLBB_MAX_VCPUS];
+	unsigned int nr_ranges;
+	struct tlbb_range ranges[TLBB_MAX_RANGES];
+	struct tlbb_params params;
+	enum tlbb_mode mode;
 };
 
 struct tlbb_vm {
@@ -102,6 +125,10 @@ struct tlbb_vm {
 	u64 ticks;			/* controller ticks since pid write */
 	cpumask_var_t cpus_allowed, cpus_ran;
 
+	struct tlbb_stage *stage;	/* NULL: writes apply at once */
+	int commit_err;			/* outcome of the last commit */
+	char commit_msg[96];
+
 	char name[TLBB_NAME_MAX + 1];	/* usercopy region of the slab */
 };
 
@@ -121,6 +148,9 @@ extern atomic_t tlbb_nr_vms;
 /* tlbb_configfs.c */
 int tlbb_configfs_init(void);
 void tlbb_configfs_exit(void);
+int tlbb_configfs_pin(struct tlbb_vm *vm);
+void tlbb_configfs_unpin(struct tlbb_vm *vm);
+int tlbb_parse_u64(const char *s, bool hex, u64 *val);
 
 /* tlbb_vm.c */
 struct tlbb_vm *tlbb_vm_create(const char *name);
@@ -135,6 +165,9 @@ int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
 int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode);
 int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val);
 int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small);
+int tlbb_vm_stage(struct tlbb_vm *vm);
+int tlbb_vm_abort(struct tlbb_vm *vm);
+int tlbb_vm_commit(struct tlbb_vm *vm);
 const char *tlbb_mode_name(enum tlbb_mode mode);
 const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 

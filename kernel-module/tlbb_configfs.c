@@ -32,14 +32,66 @@ static int tlbb_store_check(const char *page, size_t len)
 	return 0;
 }
 
-/* "0x..." hexadecimal or plain decimal; -EINVAL or -ERANGE otherwise. */
-static int tlbb_parse_u64(const char *s, u64 *val)
+/*
+ * The one number parser of every attribute (and of the injection file):
+ * decimal digits, or with @hex also "0x"/"0X" followed by hexadecimal
+ * digits. Nothing else: no sign, no space, no second prefix ("0x0x1",
+ * "0x+1", "+5", "-0" are all EINVAL). One trailing newline is allowed (the
+ * number is a whole write: "echo 5 > file"). -ERANGE on overflow.
+ */
+int tlbb_parse_u64(const char *s, bool hex, u64 *val)
 {
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		return kstrtou64(s + 2, 16, val);
-	if (s[0] == '+')
+	unsigned int base = 10;
+	size_t i, n;
+
+	if (hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		base = 16;
+	}
+	n = strlen(s);
+	if (n && s[n - 1] == '\n')
+		n--;
+	if (!n)
 		return -EINVAL;
-	return kstrtou64(s, 10, val);
+	for (i = 0; i < n; i++)
+		if (base == 16 ? !isxdigit(s[i]) : !isdigit(s[i]))
+			return -EINVAL;
+	return kstrtou64(s, base, val);
+}
+
+/* A decimal id (pid, tid) that fits an int. */
+static int tlbb_parse_id(const char *s, int *id)
+{
+	u64 v;
+	int ret = tlbb_parse_u64(s, false, &v);
+
+	if (ret)
+		return ret;
+	if (v > INT_MAX)
+		return -ERANGE;
+	*id = v;
+	return 0;
+}
+
+/*
+ * Per-VM files are root's only (0600, read-only ones 0400): they show the
+ * QEMU process, its threads and its guest memory layout.
+ */
+#define TLBB_ATTR_RW(_pfx, _name)					\
+static struct configfs_attribute _pfx##attr_##_name = {			\
+	.ca_name	= __stringify(_name),				\
+	.ca_mode	= 0600,						\
+	.ca_owner	= THIS_MODULE,					\
+	.show		= _pfx##_name##_show,				\
+	.store		= _pfx##_name##_store,				\
+}
+
+#define TLBB_ATTR_RO(_pfx, _name)					\
+static struct configfs_attribute _pfx##attr_##_name = {			\
+	.ca_name	= __stringify(_name),				\
+	.ca_mode	= 0400,						\
+	.ca_owner	= THIS_MODULE,					\
+	.show		= _pfx##_name##_show,				\
 }
 
 /* ---- pid ---- */
@@ -63,7 +115,7 @@ static ssize_t tlbb_vm_pid_store(struct config_item *item, const char *page,
 
 	if (ret)
 		return ret;
-	ret = kstrtoint(page, 10, &nr);
+	ret = tlbb_parse_id(page, &nr);
 	if (ret)
 		return ret;
 	ret = tlbb_vm_set_pid(to_tlbb_vm(item), nr);
@@ -120,11 +172,11 @@ static ssize_t tlbb_vm_vcpu_tids_store(struct config_item *item,
 		ret = -ERANGE;
 		if (n == TLBB_MAX_VCPUS)
 			goto out;
-		ret = kstrtoint(tok, 10, &tid);
+		ret = tlbb_parse_id(tok, &tid);
 		if (ret)
 			goto out;
 		ret = -EINVAL;
-		if (tid <= 0 || tok[0] == '+')
+		if (!tid)
 			goto out;
 		tids[n++] = tid;
 	}
@@ -172,7 +224,7 @@ static int tlbb_parse_range(char *line, struct tlbb_range *r)
 		} while (tok && !*tok);
 		if (!tok)
 			return -EINVAL;
-		ret = tlbb_parse_u64(tok, &v[i]);
+		ret = tlbb_parse_u64(tok, true, &v[i]);
 		if (ret)
 			return ret;
 	}
@@ -274,6 +326,46 @@ static ssize_t tlbb_vm_mode_store(struct config_item *item, const char *page,
 	return ret ? ret : len;
 }
 
+/* ---- commit: staged registration ---- */
+
+static ssize_t tlbb_vm_commit_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	ssize_t n;
+
+	mutex_lock(&vm->lock);
+	n = sysfs_emit(page, "%s\nlast %d %s\n",
+		       vm->stage ? "staging" : "idle", vm->commit_err,
+		       vm->commit_msg[0] ? vm->commit_msg : "-");
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+/*
+ * "stage": from now on pid, vcpu_tids, ranges, mode and the tunables are
+ * staged (checked for form only); "commit": check all of it against the
+ * system and apply it at once, or fail naming what is wrong (read this
+ * file); "abort": drop the stage.
+ */
+static ssize_t tlbb_vm_commit_store(struct config_item *item,
+				    const char *page, size_t len)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	int ret = tlbb_store_check(page, len);
+
+	if (ret)
+		return ret;
+	if (sysfs_streq(page, "stage"))
+		ret = tlbb_vm_stage(vm);
+	else if (sysfs_streq(page, "commit"))
+		ret = tlbb_vm_commit(vm);
+	else if (sysfs_streq(page, "abort"))
+		ret = tlbb_vm_abort(vm);
+	else
+		ret = -EINVAL;
+	return ret ? ret : len;
+}
+
 /* ---- parameters: one attribute per line of tlbb_params.def ---- */
 
 static ssize_t tlbb_param_show(struct config_item *item,
@@ -297,9 +389,7 @@ static ssize_t tlbb_param_store(struct config_item *item,
 
 	if (ret)
 		return ret;
-	if (page[0] == '+')
-		return -EINVAL;
-	ret = kstrtou64(page, 10, &val);
+	ret = tlbb_parse_u64(page, false, &val);
 	if (ret)
 		return ret;
 	ret = tlbb_vm_set_param(to_tlbb_vm(item), id, val);
@@ -316,7 +406,7 @@ static ssize_t tlbb_p_##name##_store(struct config_item *item,		\
 {									\
 	return tlbb_param_store(item, TLBB_P_##name, page, len);	\
 }									\
-CONFIGFS_ATTR(tlbb_p_, name);
+TLBB_ATTR_RW(tlbb_p_, name);
 #include "core/tlbb_params.def"
 #undef TLBB_PARAM
 
@@ -453,7 +543,7 @@ static ssize_t tlbb_s_##name##_show(struct config_item *item, char *page) \
 	mutex_unlock(&vm->lock);					\
 	return n;							\
 }									\
-CONFIGFS_ATTR_RO(tlbb_s_, name);
+TLBB_ATTR_RO(tlbb_s_, name);
 #include "core/tlbb_stats.def"
 #undef TLBB_STAT
 
@@ -466,10 +556,10 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 
 	mutex_lock(&vm->lock);
 	n += sysfs_emit_at(page, n,
-			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\n",
+			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\nlimiter_stuck %llu\nstaging %d\n",
 			   tlbb_mode_name(vm->mode),
 			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject,
-			   vm->lim.last_err);
+			   vm->lim.last_err, vm->lim.stuck, !!vm->stage);
 #define TLBB_STAT(name, kind, help)					\
 	n += sysfs_emit_at(page, n, "%s ", #name);			\
 	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));
@@ -484,17 +574,19 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 	return n;
 }
 
-CONFIGFS_ATTR(tlbb_vm_, pid);
-CONFIGFS_ATTR(tlbb_vm_, vcpu_tids);
-CONFIGFS_ATTR(tlbb_vm_, ranges);
-CONFIGFS_ATTR(tlbb_vm_, mode);
-CONFIGFS_ATTR_RO(tlbb_vm_, status);
+TLBB_ATTR_RW(tlbb_vm_, pid);
+TLBB_ATTR_RW(tlbb_vm_, vcpu_tids);
+TLBB_ATTR_RW(tlbb_vm_, ranges);
+TLBB_ATTR_RW(tlbb_vm_, mode);
+TLBB_ATTR_RW(tlbb_vm_, commit);
+TLBB_ATTR_RO(tlbb_vm_, status);
 
 static struct configfs_attribute *tlbb_vm_attrs[] = {
 	&tlbb_vm_attr_pid,
 	&tlbb_vm_attr_vcpu_tids,
 	&tlbb_vm_attr_ranges,
 	&tlbb_vm_attr_mode,
+	&tlbb_vm_attr_commit,
 	&tlbb_vm_attr_status,
 #define TLBB_PARAM(name, def, min, max, unit, help) &tlbb_p_attr_##name,
 #include "core/tlbb_params.def"
@@ -568,6 +660,24 @@ static const struct config_item_type tlbb_vms_type = {
 };
 
 static struct config_group tlbb_vms_group;
+static struct configfs_subsystem tlbb_subsys;
+
+/*
+ * While a VM is monitored or balanced its directory is pinned: rmdir fails
+ * with EBUSY for everyone, so only a writer of "off" to mode (CAP_SYS_ADMIN)
+ * can lift what the module holds; configfs cannot refuse an rmdir by
+ * the caller's capabilities. Called from the mode store (a configfs callback
+ * of this subsystem: the _unlocked variant) and the exit work.
+ */
+int tlbb_configfs_pin(struct tlbb_vm *vm)
+{
+	return configfs_depend_item_unlocked(&tlbb_subsys, &vm->group.cg_item);
+}
+
+void tlbb_configfs_unpin(struct tlbb_vm *vm)
+{
+	configfs_undepend_item_unlocked(&vm->group.cg_item);
+}
 
 /* ---- the subsystem root ---- */
 

@@ -141,9 +141,9 @@ static ssize_t tlbb_inject_write(struct file *file, const char __user *ubuf,
 	if (on) {
 		if (!b)
 			goto out;
-		ret = kstrtou64(a, 10, &huge);
+		ret = tlbb_parse_u64(a, false, &huge);
 		if (!ret)
-			ret = kstrtou64(b, 10, &small);
+			ret = tlbb_parse_u64(b, false, &small);
 		if (ret)
 			goto out;
 	} else if (b) {

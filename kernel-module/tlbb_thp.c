@@ -82,27 +82,47 @@ int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
 	return ret;
 }
 
-/* Is @addr (PMD-aligned) mapped by a huge PMD? mmap lock held. */
-static bool tlbb_pmd_is_huge(struct mm_struct *mm, unsigned long addr)
+/*
+ * If no page table reaches @addr (an empty PGD, P4D or PUD entry), the size
+ * of the empty block around it (PGDIR_SIZE, P4D_SIZE or PUD_SIZE), so walks
+ * skip unpopulated address space in one step; 0 if a PMD table covers it,
+ * which is then in *@pudp. mmap lock held.
+ */
+static unsigned long tlbb_empty_block(struct mm_struct *mm, unsigned long addr,
+				      pud_t **pudp)
 {
 	pgd_t *pgd;
 	p4d_t *p4d;
 	pud_t *pud, pudv;
-	pmd_t pmdv;
 
 	pgd = pgd_offset(mm, addr);
 	if (pgd_none(*pgd) || pgd_bad(*pgd))
-		return false;
+		return PGDIR_SIZE;
 	p4d = p4d_offset(pgd, addr);
 	if (p4d_none(*p4d) || p4d_bad(*p4d))
-		return false;
+		return P4D_SIZE;
 	pud = pud_offset(p4d, addr);
 	pudv = READ_ONCE(*pud);
 	/* pud_bad() is also true of a 1 GiB leaf: not a PMD huge page. */
 	if (pud_none(pudv) || pud_bad(pudv))
-		return false;
-	pmdv = tlbb_pmd_read(pmd_offset(pud, addr));
+		return PUD_SIZE;
+	*pudp = pud;
+	return 0;
+}
+
+static bool tlbb_pmd_huge_at(pud_t *pud, unsigned long addr)
+{
+	pmd_t pmdv = tlbb_pmd_read(pmd_offset(pud, addr));
+
 	return pmd_present(pmdv) && pmd_trans_huge(pmdv);
+}
+
+/* Is @addr (PMD-aligned) mapped by a huge PMD? mmap lock held. */
+static bool tlbb_pmd_is_huge(struct mm_struct *mm, unsigned long addr)
+{
+	pud_t *pud;
+
+	return !tlbb_empty_block(mm, addr, &pud) && tlbb_pmd_huge_at(pud, addr);
 }
 
 /* The anonymous VMA holding all of [addr, addr + PMD_SIZE), or NULL. */
@@ -117,25 +137,62 @@ static struct vm_area_struct *tlbb_slot_vma(struct mm_struct *mm,
 	return vma;
 }
 
+/*
+ * Huge PMDs of anonymous VMAs in [addr, end) (PMD-aligned). Unpopulated
+ * blocks are skipped whole, so the cost follows the page tables that exist,
+ * not the size of the ranges (a 64 TiB PROT_NONE range costs a few hundred
+ * steps). Between PMD tables the mmap read lock is given up when someone
+ * waits for it (the process's own mmap, a writer): no stall, at the price
+ * of a count that may mix two moments. mmap read lock held.
+ */
+static u64 tlbb_count_span(struct mm_struct *mm, unsigned long addr,
+			   unsigned long end)
+{
+	struct vm_area_struct *vma = NULL;
+	u64 n = 0;
+
+	while (addr < end) {
+		unsigned long skip, next;
+		pud_t *pud;
+
+		if (mmap_lock_is_contended(mm) || need_resched()) {
+			mmap_read_unlock(mm);
+			cond_resched();
+			mmap_read_lock(mm);
+			vma = NULL;
+		}
+		skip = tlbb_empty_block(mm, addr, &pud);
+		next = ALIGN(addr + 1, skip ?: PUD_SIZE);
+		if (!next || next > end)
+			next = end;
+		if (skip) {
+			addr = next;
+			continue;
+		}
+		for (; addr < next; addr += PMD_SIZE) {
+			if (!tlbb_pmd_huge_at(pud, addr))
+				continue;
+			if (!vma || addr + PMD_SIZE > vma->vm_end)
+				vma = tlbb_slot_vma(mm, addr);
+			if (vma)
+				n++;
+		}
+	}
+	return n;
+}
+
 static u64 tlbb_count_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 {
-	unsigned int i, slots = 0;
+	unsigned int i;
 	u64 n = 0;
 
 	for (i = 0; i < vm->nr_ranges; i++) {
 		const struct tlbb_range *r = &vm->ranges[i];
 		unsigned long addr = ALIGN(r->hva, PMD_SIZE);
 		unsigned long end = ALIGN_DOWN(r->hva + r->len, PMD_SIZE);
-		struct vm_area_struct *vma = NULL;
 
-		for (; addr < end; addr += PMD_SIZE) {
-			if (!vma || addr + PMD_SIZE > vma->vm_end)
-				vma = tlbb_slot_vma(mm, addr);
-			if (vma && tlbb_pmd_is_huge(mm, addr))
-				n++;
-			if (!(++slots % 4096))
-				cond_resched();
-		}
+		if (addr < end)
+			n += tlbb_count_span(mm, addr, end);
 	}
 	return n;
 }
@@ -161,11 +218,19 @@ static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 		unsigned long addr = ALIGN_DOWN(r->hva + r->len, PMD_SIZE);
 
 		while (addr > start && excess) {
+			unsigned long skip;
+			pud_t *pud;
 			long ret;
 
 			addr -= PMD_SIZE;
-			if (!tlbb_slot_vma(mm, addr) ||
-			    !tlbb_pmd_is_huge(mm, addr))
+			skip = tlbb_empty_block(mm, addr, &pud);
+			if (skip) {
+				/* nothing mapped down to the block's start */
+				addr = max(ALIGN_DOWN(addr, skip), start);
+				continue;
+			}
+			if (!tlbb_pmd_huge_at(pud, addr) ||
+			    !tlbb_slot_vma(mm, addr))
 				continue;
 			ret = tlbb_gup_split_pmd(mm, addr);
 			if (ret < 0) {
@@ -226,31 +291,61 @@ static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 				lim->last_err = -ENOSPC;
 				continue;
 			}
-			lim->held[lim->nr_held].start = vma->vm_start;
-			lim->held[lim->nr_held].end = vma->vm_end;
+			lim->held[lim->nr_held] = (struct tlbb_held_vma) {
+				.start = vma->vm_start,
+				.end = vma->vm_end,
+				.pgoff = vma->vm_pgoff,
+				.pgoff_end = vma->vm_pgoff + vma_pages(vma),
+				.anon = vma->anon_vma,
+			};
 			lim->nr_held++;
 			tlbb_vma_set_flags(vma, VM_NOHUGEPAGE);
 		}
 	}
 }
 
-/* Lift the hold: clear VM_NOHUGEPAGE on the spans we flagged. */
+/*
+ * Did we flag the memory @vma holds? Either it lies on a span we flagged, or
+ * it is that memory moved elsewhere (mremap keeps an anonymous VMA's page
+ * offsets and anon_vma; one we flagged before its first fault had none).
+ */
+static bool tlbb_held_match(const struct tlbb_held_vma *h,
+			    struct vm_area_struct *vma)
+{
+	if (vma->vm_start < h->end && h->start < vma->vm_end)
+		return true;
+	return vma->vm_pgoff < h->pgoff_end &&
+	       h->pgoff < vma->vm_pgoff + vma_pages(vma) &&
+	       (!h->anon || h->anon == vma->anon_vma);
+}
+
+/*
+ * Lift the hold: clear VM_NOHUGEPAGE wherever the memory we flagged now is,
+ * also after the process moved it (every anonymous VMA of the process is
+ * looked at: one pass over the VMA tree).
+ */
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	struct tlbb_limiter *lim = &vm->lim;
 	struct vm_area_struct *vma;
-	unsigned long addr;
 	unsigned int i;
 
 	if (!lim->held)
 		return;
 	mmap_write_lock(mm);
-	for (i = 0; i < lim->nr_held; i++) {
-		const struct tlbb_held_vma *h = &lim->held[i];
+	{
+		VMA_ITERATOR(vmi, mm, 0);
 
-		tlbb_for_each_anon_vma(mm, vma, addr, h->start, h->end)
-			if (vma->vm_flags & VM_NOHUGEPAGE)
+		for_each_vma(vmi, vma) {
+			if (!vma_is_anonymous(vma) ||
+			    !(vma->vm_flags & VM_NOHUGEPAGE))
+				continue;
+			for (i = 0; i < lim->nr_held; i++)
+				if (tlbb_held_match(&lim->held[i], vma))
+					break;
+			if (i < lim->nr_held)
 				tlbb_vma_clear_flags(vma, VM_NOHUGEPAGE);
+		}
 	}
 	mmap_write_unlock(mm);
 	tlbb_thp_forget(vm);
@@ -274,6 +369,7 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 	u64 n = vm->huge_pages;
 	bool need;
 
+	vm->lim.stuck = 0;
 	if (limit >= vm->ctrl.total_pages || n < limit) {
 		tlbb_thp_release(vm, mm);
 		return;
@@ -301,5 +397,8 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 		tlbb_split_locked(vm, mm, n - limit);
 		vm->huge_pages = tlbb_count_locked(vm, mm);
 		mmap_read_unlock(mm);
+		/* what could not be split (e.g. PROT_NONE: EFAULT) */
+		if (vm->huge_pages > limit)
+			vm->lim.stuck = vm->huge_pages - limit;
 	}
 }

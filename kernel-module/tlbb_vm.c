@@ -21,6 +21,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/stdarg.h>
 #include <linux/string.h>
 
 #include "tlbb.h"
@@ -111,7 +112,17 @@ static void tlbb_vm_put_vcpus(struct tlbb_vm *vm)
 	vm->nr_vcpus = 0;
 }
 
-/* Stop monitoring: counters off, limit lifted. vm->lock held. */
+/* Drop what was staged. vm->lock held. */
+static void tlbb_vm_unstage(struct tlbb_vm *vm)
+{
+	kvfree(vm->stage);
+	vm->stage = NULL;
+}
+
+/*
+ * Stop monitoring: counters off, limit lifted, the directory unpinned (rmdir
+ * works again). vm->lock held.
+ */
 static void tlbb_vm_stop(struct tlbb_vm *vm)
 {
 	if (vm->mode == TLBB_MODE_OFF)
@@ -123,8 +134,10 @@ static void tlbb_vm_stop(struct tlbb_vm *vm)
 	} else {
 		tlbb_thp_forget(vm);
 	}
+	vm->lim.stuck = 0;
 	vm->mode = TLBB_MODE_OFF;
 	strscpy(vm->backend_desc, "none (mode off)", sizeof(vm->backend_desc));
+	tlbb_configfs_unpin(vm);
 }
 
 /* Let go of the process and everything tied to it. vm->lock held. */
@@ -165,6 +178,7 @@ void tlbb_vm_drop(struct tlbb_vm *vm)
 	mutex_lock(&vm->lock);
 	vm->dying = true;
 	tlbb_vm_detach(vm);
+	tlbb_vm_unstage(vm);
 	mutex_unlock(&vm->lock);
 
 	cancel_delayed_work_sync(&vm->tick_work);
@@ -206,32 +220,17 @@ static int tlbb_check_process(struct pid *pid, struct mm_struct **mmp)
 	return 0;
 }
 
-int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
+/*
+ * Let go of the old process, reset what belonged to it and register @pid
+ * (@mm from tlbb_check_process(), its reference is dropped here; NULL pid:
+ * only let go). The caller's reference on @pid moves to the VM on success.
+ * Fails only on -ENOMEM or a signal (-EINTR); the old process is let go
+ * already then, and pid reads 0. vm->lock held, mode off.
+ */
+static int tlbb_vm_attach(struct tlbb_vm *vm, struct pid **pidp,
+			  struct mm_struct *mm)
 {
-	struct mm_struct *mm = NULL;
-	struct pid *pid = NULL;
-	int ret;
-
-	if (nr < 0)
-		return -EINVAL;
-	if (nr) {
-		pid = find_get_pid(nr);
-		if (!pid)
-			return -ESRCH;
-	}
-
-	mutex_lock(&vm->lock);
-	ret = -EBUSY;
-	if (vm->mode != TLBB_MODE_OFF)
-		goto out;
-	ret = 0;
-	if (pid && pid == vm->pid && vm->mm && !READ_ONCE(vm->released))
-		goto out;		/* same live process: nothing to do */
-	if (pid) {
-		ret = tlbb_check_process(pid, &mm);
-		if (ret)
-			goto out;
-	}
+	int ret = 0;
 
 	/* The old process's threads and ranges do not belong to the new. */
 	tlbb_vm_detach(vm);
@@ -241,26 +240,108 @@ int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
 	vm->refills_small_total = 0;
 	vm->ticks = 0;
 	memset(&vm->lim, 0, sizeof(vm->lim));
-	if (!pid)
-		goto out;
+	if (!*pidp)
+		return 0;
 
-	/*
-	 * Registration fails only on -ENOMEM or a signal (-EINTR); the old
-	 * process is let go already then, and pid reads 0.
-	 */
 	memset(&vm->mn, 0, sizeof(vm->mn));
 	vm->mn.ops = &tlbb_mn_ops;
 	ret = mmu_notifier_register(&vm->mn, mm);
 	if (!ret) {
 		vm->mm = mm;
-		vm->pid = pid;
-		pid = NULL;
+		vm->pid = *pidp;
+		*pidp = NULL;
 	}
 	/* May be the last user: exit_mmap() then calls our release. */
 	mmput(mm);
+	return ret;
+}
+
+/* Is @pid the live registered process? vm->lock held. */
+static bool tlbb_vm_same_process(struct tlbb_vm *vm, struct pid *pid)
+{
+	return pid && pid == vm->pid && vm->mm && !READ_ONCE(vm->released);
+}
+
+int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
+{
+	struct mm_struct *mm = NULL;
+	struct pid *pid = NULL;
+	int ret;
+
+	if (nr < 0)
+		return -EINVAL;
+	mutex_lock(&vm->lock);
+	ret = 0;
+	if (vm->stage) {
+		vm->stage->pid = nr;	/* checked at commit */
+		goto out;
+	}
+	ret = -EBUSY;
+	if (vm->mode != TLBB_MODE_OFF)
+		goto out;
+	if (nr) {
+		ret = -ESRCH;
+		pid = find_get_pid(nr);
+		if (!pid)
+			goto out;
+	}
+	ret = 0;
+	if (tlbb_vm_same_process(vm, pid))
+		goto out;		/* same live process: nothing to do */
+	if (pid) {
+		ret = tlbb_check_process(pid, &mm);
+		if (ret)
+			goto out;
+	}
+	ret = tlbb_vm_attach(vm, &pid, mm);
 out:
 	mutex_unlock(&vm->lock);
 	put_pid(pid);
+	return ret;
+}
+
+/*
+ * Look up @n thread ids into pids[at..]: each must be a thread of @owner
+ * and listed once (also against pids[0..at)). 0, or -ESRCH / -EINVAL with
+ * the culprit in *@bad and no reference taken.
+ */
+static int tlbb_vcpu_pids(struct pid *owner, const int *tids, unsigned int n,
+			  struct pid **pids, unsigned int at, int *bad)
+{
+	unsigned int i, j = at;
+	int ret = 0;
+
+	for (i = 0; i < n; i++, j++) {
+		struct task_struct *t;
+		unsigned int k;
+
+		*bad = tids[i];
+		ret = -ESRCH;
+		pids[j] = find_get_pid(tids[i]);
+		if (!pids[j])
+			break;
+		rcu_read_lock();
+		t = pid_task(pids[j], PIDTYPE_PID);
+		if (t && task_tgid(t) != owner)
+			t = NULL;	/* not a thread of owner */
+		rcu_read_unlock();
+		if (!t) {
+			put_pid(pids[j]);
+			break;
+		}
+		ret = -EINVAL;
+		for (k = 0; k < j; k++)
+			if (pids[k] == pids[j])
+				break;
+		if (k < j) {		/* listed twice */
+			put_pid(pids[j]);
+			break;
+		}
+		ret = 0;
+	}
+	if (ret)
+		while (j-- > at)
+			put_pid(pids[j]);
 	return ret;
 }
 
@@ -269,9 +350,21 @@ int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 {
 	struct pid **pids = NULL;
 	unsigned int i, j, total;
-	int ret;
+	int ret, bad;
 
 	mutex_lock(&vm->lock);
+	if (vm->stage) {
+		struct tlbb_stage *st = vm->stage;
+
+		total = n + (append ? st->nr_tids : 0);
+		ret = -ERANGE;
+		if (total > TLBB_MAX_VCPUS)
+			goto out;
+		memcpy(st->tids + total - n, tids, n * sizeof(*tids));
+		st->nr_tids = total;
+		ret = 0;
+		goto out;
+	}
 	ret = -EBUSY;
 	if (vm->mode != TLBB_MODE_OFF)
 		goto out;
@@ -293,42 +386,16 @@ int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 	if (append)
 		for (i = 0; i < vm->nr_vcpus; i++)
 			pids[j++] = get_pid(vm->vcpus[i]);
-	for (i = 0; i < n; i++, j++) {
-		struct task_struct *t;
-		unsigned int k;
-
-		ret = -ESRCH;
-		pids[j] = find_get_pid(tids[i]);
-		if (!pids[j])
-			goto err;
-		rcu_read_lock();
-		t = pid_task(pids[j], PIDTYPE_PID);
-		if (t && task_tgid(t) != vm->pid)
-			t = NULL;	/* not a thread of vm->pid */
-		rcu_read_unlock();
-		if (!t) {
+	ret = tlbb_vcpu_pids(vm->pid, tids, n, pids, j, &bad);
+	if (ret) {
+		while (j--)
 			put_pid(pids[j]);
-			goto err;
-		}
-		ret = -EINVAL;
-		for (k = 0; k < j; k++)
-			if (pids[k] == pids[j])
-				break;
-		if (k < j) {		/* listed twice */
-			put_pid(pids[j]);
-			goto err;
-		}
+		kvfree(pids);
+		goto out;
 	}
-
 	tlbb_vm_put_vcpus(vm);
 	vm->vcpus = pids;
 	vm->nr_vcpus = total;
-	ret = 0;
-	goto out;
-err:
-	while (j--)
-		put_pid(pids[j]);
-	kvfree(pids);
 out:
 	mutex_unlock(&vm->lock);
 	return ret;
@@ -341,6 +408,12 @@ int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
 	int ret;
 
 	mutex_lock(&vm->lock);
+	if (vm->stage) {
+		memcpy(vm->stage->ranges, r, n * sizeof(*r));
+		vm->stage->nr_ranges = n;	/* checked at commit */
+		ret = 0;
+		goto out;
+	}
 	ret = -EBUSY;
 	if (vm->mode != TLBB_MODE_OFF)
 		goto out;
@@ -364,26 +437,9 @@ out:
 	return ret;
 }
 
-int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
+/* Start @mode (not off) on a stopped VM with pid and ranges. vm->lock held. */
+static void tlbb_vm_start(struct tlbb_vm *vm, enum tlbb_mode mode)
 {
-	int ret = 0;
-
-	mutex_lock(&vm->lock);
-	if (mode == vm->mode)
-		goto out;
-	if (mode != TLBB_MODE_OFF) {
-		ret = -ESRCH;
-		if (!vm->mm || READ_ONCE(vm->released))
-			goto out;
-		ret = -EINVAL;
-		if (!vm->nr_ranges)
-			goto out;
-	}
-	tlbb_vm_stop(vm);
-	ret = 0;
-	if (mode == TLBB_MODE_OFF)
-		goto out;
-
 	vm->mode = mode;
 	tlbb_ctrl_init(&vm->ctrl, &vm->params,
 		       tlbb_thp_total_pages(vm->ranges, vm->nr_ranges),
@@ -394,6 +450,34 @@ int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
 	tlbb_counter_start(vm);
 	queue_delayed_work(tlbb_wq, &vm->tick_work,
 			   msecs_to_jiffies(vm->params.interval_ms));
+}
+
+int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
+{
+	int ret = 0;
+
+	mutex_lock(&vm->lock);
+	if (vm->stage) {
+		vm->stage->mode = mode;		/* checked at commit */
+		goto out;
+	}
+	if (mode == vm->mode)
+		goto out;
+	if (mode != TLBB_MODE_OFF) {
+		ret = -ESRCH;
+		if (!vm->mm || READ_ONCE(vm->released))
+			goto out;
+		ret = -EINVAL;
+		if (!vm->nr_ranges)
+			goto out;
+		/* pinned before the old mode's pin goes: never unpinned */
+		ret = tlbb_configfs_pin(vm);
+		if (ret)
+			goto out;	/* -ENOENT: rmdir under way */
+	}
+	tlbb_vm_stop(vm);
+	if (mode != TLBB_MODE_OFF)
+		tlbb_vm_start(vm, mode);
 out:
 	mutex_unlock(&vm->lock);
 	return ret;
@@ -401,19 +485,207 @@ out:
 
 int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val)
 {
-	struct tlbb_params p;
+	struct tlbb_params p, *live;
 	int ret = -ERANGE;
 
 	mutex_lock(&vm->lock);
-	p = vm->params;
+	live = vm->stage ? &vm->stage->params : &vm->params;
+	p = *live;
 	if (tlbb_param_set(&p, id, val) || tlbb_params_check(&p))
 		goto out;
-	vm->params = p;
-	if (vm->mode != TLBB_MODE_OFF)
+	*live = p;
+	if (!vm->stage && vm->mode != TLBB_MODE_OFF)
 		tlbb_ctrl_set_params(&vm->ctrl, &p);
 	ret = 0;
 out:
 	mutex_unlock(&vm->lock);
+	return ret;
+}
+
+/* ---- staged registration: "stage", then writes, then "commit" ---- */
+
+/* Begin (or restart) staging from the live values. */
+int tlbb_vm_stage(struct tlbb_vm *vm)
+{
+	struct tlbb_stage *st = kvzalloc(sizeof(*st), GFP_KERNEL);
+	unsigned int i;
+
+	if (!st)
+		return -ENOMEM;
+	mutex_lock(&vm->lock);
+	st->pid = vm->pid ? pid_vnr(vm->pid) : 0;
+	for (i = 0; i < vm->nr_vcpus; i++)
+		st->tids[i] = pid_vnr(vm->vcpus[i]);
+	st->nr_tids = vm->nr_vcpus;
+	memcpy(st->ranges, vm->ranges, sizeof(st->ranges));
+	st->nr_ranges = vm->nr_ranges;
+	st->params = vm->params;
+	st->mode = vm->mode;
+	kvfree(vm->stage);
+	vm->stage = st;
+	mutex_unlock(&vm->lock);
+	return 0;
+}
+
+int tlbb_vm_abort(struct tlbb_vm *vm)
+{
+	int ret = -EINVAL;
+
+	mutex_lock(&vm->lock);
+	if (vm->stage) {
+		tlbb_vm_unstage(vm);
+		ret = 0;
+	}
+	mutex_unlock(&vm->lock);
+	return ret;
+}
+
+/* Record the outcome of a commit for reading; returns @err. */
+__printf(3, 4)
+static int tlbb_commit_result(struct tlbb_vm *vm, int err, const char *fmt,
+			      ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(vm->commit_msg, sizeof(vm->commit_msg), fmt, ap);
+	va_end(ap);
+	vm->commit_err = err;
+	return err;
+}
+
+/*
+ * Apply everything staged at once, or nothing: the whole stage is checked
+ * against the system first (the pid, every tid, every range against the
+ * process's mappings, what the mode needs), and the first fault found is
+ * returned and named in vm->commit_msg ("<attribute>: <why>"); the VM is
+ * then unchanged and still staging. Applying fails only on -ENOMEM or a
+ * signal while registering a new process (left off, pid 0, as a failed
+ * pid write would).
+ */
+int tlbb_vm_commit(struct tlbb_vm *vm)
+{
+	struct mm_struct *mm = NULL, *check_mm;
+	struct pid **pids = NULL, *pid = NULL;
+	struct tlbb_stage *st;
+	bool same = false, pinned = false;
+	int ret, bad = 0;
+
+	mutex_lock(&vm->lock);
+	st = vm->stage;
+	if (!st) {
+		ret = tlbb_commit_result(vm, -EINVAL,
+					 "commit: nothing staged (write stage first)");
+		goto out;
+	}
+	if (st->pid < 0 || (!st->pid && st->mode != TLBB_MODE_OFF)) {
+		ret = tlbb_commit_result(vm, -ESRCH, "pid: none staged, mode %s needs one",
+					 tlbb_mode_name(st->mode));
+		goto out;
+	}
+	if (!st->pid && (st->nr_tids || st->nr_ranges)) {
+		ret = tlbb_commit_result(vm, -ESRCH, "pid: none staged for %s",
+					 st->nr_tids ? "vcpu_tids" : "ranges");
+		goto out;
+	}
+	if (st->pid) {
+		pid = find_get_pid(st->pid);
+		ret = -ESRCH;
+		if (pid) {
+			same = tlbb_vm_same_process(vm, pid);
+			ret = same ? 0 : tlbb_check_process(pid, &mm);
+		}
+		if (ret) {
+			tlbb_commit_result(vm, ret, "pid: %d is %s", st->pid,
+					   ret == -ESRCH ? "no (live) process" :
+					   "not a user process");
+			goto out;
+		}
+	}
+	if (st->nr_tids) {
+		ret = -ENOMEM;
+		pids = kvcalloc(st->nr_tids, sizeof(*pids), GFP_KERNEL);
+		if (!pids) {
+			tlbb_commit_result(vm, ret, "vcpu_tids: out of memory");
+			goto out;
+		}
+		ret = tlbb_vcpu_pids(pid, st->tids, st->nr_tids, pids, 0, &bad);
+		if (ret) {
+			kvfree(pids);
+			pids = NULL;
+			tlbb_commit_result(vm, ret, "vcpu_tids: %d is %s", bad,
+					   ret == -ESRCH ?
+					   "not a thread of pid" : "listed twice");
+			goto out;
+		}
+	}
+	if (st->nr_ranges) {
+		check_mm = mm ?: vm->mm;
+		ret = -ESRCH;
+		if (check_mm && mmget_not_zero(check_mm)) {
+			ret = tlbb_thp_check_ranges(check_mm, st->ranges,
+						    st->nr_ranges);
+			mmput(check_mm);
+		}
+		if (ret) {
+			tlbb_commit_result(vm, ret, "ranges: %s",
+					   ret == -EFAULT ?
+					   "outside the process's mappings" :
+					   "cannot be checked");
+			goto out;
+		}
+	}
+	if (st->mode != TLBB_MODE_OFF && !st->nr_ranges) {
+		ret = tlbb_commit_result(vm, -EINVAL, "ranges: none staged, mode %s needs them",
+					 tlbb_mode_name(st->mode));
+		goto out;
+	}
+	if (st->mode != TLBB_MODE_OFF) {
+		ret = tlbb_configfs_pin(vm);
+		if (ret) {
+			tlbb_commit_result(vm, ret, "commit: the VM is being removed");
+			goto out;
+		}
+		pinned = true;
+	}
+
+	/* Everything checked: apply. */
+	tlbb_vm_stop(vm);
+	if (!pid || !same) {
+		ret = tlbb_vm_attach(vm, &pid, mm);
+		mm = NULL;		/* reference dropped by attach */
+		if (ret) {
+			tlbb_commit_result(vm, ret, "pid: registration failed");
+			goto out;
+		}
+	}
+	tlbb_vm_put_vcpus(vm);
+	vm->vcpus = pids;
+	vm->nr_vcpus = st->nr_tids;
+	pids = NULL;
+	memcpy(vm->ranges, st->ranges, sizeof(vm->ranges));
+	vm->nr_ranges = st->nr_ranges;
+	vm->params = st->params;
+	if (st->mode != TLBB_MODE_OFF) {
+		tlbb_vm_start(vm, st->mode);
+		pinned = false;		/* the started mode owns the pin */
+	}
+	tlbb_vm_unstage(vm);
+	ret = tlbb_commit_result(vm, 0, "committed");
+out:
+	if (pinned)
+		tlbb_configfs_unpin(vm);
+	mutex_unlock(&vm->lock);
+	if (pids) {
+		unsigned int i;
+
+		for (i = 0; i < st->nr_tids; i++)
+			put_pid(pids[i]);
+		kvfree(pids);
+	}
+	if (mm)
+		mmput(mm);
+	put_pid(pid);
 	return ret;
 }
 

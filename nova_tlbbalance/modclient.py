@@ -75,6 +75,34 @@ def parse_status(text):
     return out
 
 
+def limiter_problem(status):
+    """Why the module's limiter cannot hold a VM at its limit, or None.
+
+    ``status``: :func:`parse_status` of the VM's ``status``. The module
+    reports ``limiter_stuck`` (huge pages over the limit it could not
+    split at the last tick) and ``limiter_error`` (the last error it met,
+    as a negative errno), see docs/kernel-module.md.
+    """
+    try:
+        stuck = int(status.get('limiter_stuck', '0'))
+        err = -int(status.get('limiter_error', '0'))
+    except ValueError:
+        return 'unreadable limiter status: limiter_stuck %r, ' \
+            'limiter_error %r' % (status.get('limiter_stuck'),
+                                  status.get('limiter_error'))
+    if stuck <= 0:
+        return None
+    why = ''
+    if err > 0:
+        why = ' (%s: %s)' % (errno.errorcode.get(err, 'errno %d' % err),
+                             os.strerror(err))
+        if err == errno.EFAULT:
+            why += '; part of the guest RAM is not accessible to the ' \
+                'limiter (made PROT_NONE?)'
+    return ('limiter stuck: %d huge page(s) above the limit %s could not '
+            'be split%s' % (stuck, status.get('huge_limit', '?'), why))
+
+
 class Client:
     """One configfs tree of the tlbbalance module."""
 
@@ -178,10 +206,17 @@ class Client:
         return True
 
     def unregister(self, vm):
-        """Remove the VM's directory; False if it was not there."""
+        """Switch the VM off and remove its directory; False if it was not
+        there. (The module refuses rmdir of a monitored or balanced VM with
+        EBUSY: only "off" lifts what it holds.)"""
         if not self.present():
             return False
         d = self._vm(vm)
+        try:
+            self._write(os.path.join(d, 'mode'), 'off')
+        except ModuleError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
         try:
             os.rmdir(d)
         except FileNotFoundError:

@@ -26,8 +26,10 @@ def _fmt_module(rep):
     mod = rep.get('module') or {}
     if mod.get('registered'):
         st = mod['status']
-        return '%s %s/%s' % (st.get('state', '?'), st.get('huge_pages', '?'),
-                             st.get('huge_limit', '?'))
+        return '%s %s/%s%s' % (st.get('state', '?'),
+                               st.get('huge_pages', '?'),
+                               st.get('huge_limit', '?'),
+                               ' STUCK' if mod.get('limiter') else '')
     if not rep.get('managed'):
         return '-'
     # Tagged, but the module does not manage it (the VM runs regardless).
@@ -70,6 +72,8 @@ def table(host, reps):
             lines.append('%s: %s' % (rep['name'], e))
         for n in rep.get('notes', []):
             lines.append('%s: note: %s' % (rep['name'], n))
+        if (rep.get('module') or {}).get('limiter'):
+            lines.append('%s: %s' % (rep['name'], rep['module']['limiter']))
     return '\n'.join(lines)
 
 

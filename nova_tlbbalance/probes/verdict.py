@@ -48,4 +48,6 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True):
     if pol['mode'] != 'off' and need_module and not mod.get('registered'):
         out.append('not registered with the tlbbalance module: %s'
                    % mod.get('reason', 'unknown'))
+    if mod.get('registered') and mod.get('limiter'):
+        out.append(mod['limiter'])
     return out

@@ -218,6 +218,9 @@ def _module(rep, dom, pid, client):
         return
     ok = st.get('pid') == str(pid)
     rep['module'] = {'registered': ok, 'dir': vm, 'status': st}
+    problem = modclient.limiter_problem(st)
+    if problem:
+        rep['module']['limiter'] = problem
     if not ok:
         rep['module']['reason'] = ('registered pid %s is not QEMU pid %d'
                                    % (st.get('pid'), pid))

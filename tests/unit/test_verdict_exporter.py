@@ -3,9 +3,11 @@
 import copy
 
 from nova_tlbbalance import exporter
+from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.cli import status
 from nova_tlbbalance.probes import verdict
+from nova_tlbbalance.probes import vmreport
 
 MiB = 1 << 20
 
@@ -70,6 +72,46 @@ def test_status_table():
     assert line[:5] == ['vm1', 'balance/thp/die', 'anonymous', 'immediate',
                         '99.6%']
     assert 'pages_2m=127' in text and 'idle 127/128' in text
+
+
+STUCK_STATUS = {'huge_pages': '128', 'huge_limit': '0', 'state': 'lowering',
+                'pid': '7', 'limiter_stuck': '128', 'limiter_error': '-14'}
+
+
+def test_limiter_stuck_is_reported():
+    """A range the limiter cannot split (PROT_NONE: EFAULT) is named by
+    status and fails verify; the module's own status format."""
+    problem = modclient.limiter_problem(STUCK_STATUS)
+    assert problem == (
+        'limiter stuck: 128 huge page(s) above the limit 0 could not be '
+        'split (EFAULT: Bad address); part of the guest RAM is not '
+        'accessible to the limiter (made PROT_NONE?)')
+    assert modclient.limiter_problem(GOOD['module']['status']) is None
+    assert modclient.limiter_problem(
+        {'limiter_stuck': '0', 'limiter_error': '-14'}) is None
+    assert 'unreadable' in modclient.limiter_problem({'limiter_stuck': 'x'})
+
+    rep = copy.deepcopy(GOOD)
+    rep['module']['status'] = STUCK_STATUS
+    rep['module']['limiter'] = problem
+    assert verdict.reasons(rep) == [problem]
+    text = status.table(HOST, [rep])
+    assert 'lowering 128/0 STUCK' in text
+    assert 'vm1: limiter stuck: 128 huge page(s)' in text
+
+
+def test_vmreport_names_a_stuck_limiter(tmp_path):
+    vm = tmp_path / 'vms' / 'vm1'
+    vm.mkdir(parents=True)
+    vm.joinpath('status').write_text(''.join(
+        '%s %s\n' % kv for kv in STUCK_STATUS.items()))
+
+    class Dom:
+        name, uuid = 'vm1', None
+    rep = {}
+    vmreport._module(rep, Dom, 7, modclient.Client(str(tmp_path)))
+    assert rep['module']['registered']
+    assert rep['module']['limiter'].startswith('limiter stuck: 128')
 
 
 def test_exporter_uses_stat_names_from_def():

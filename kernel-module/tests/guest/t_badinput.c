@@ -21,12 +21,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/capability.h>
 
 #include "cfs.h"
+#include "priv.h"
 #include "tap.h"
 #include "thp.h"
 
@@ -109,6 +108,10 @@ static void test_pid(void)
 	n += bad("pid", "-1", EINVAL);
 	n += bad("pid", "12abc", EINVAL);
 	n += bad("pid", "0x10", EINVAL);
+	n += bad("pid", "-0", EINVAL);		/* a sign: not a detach */
+	n += bad("pid", "+0", EINVAL);
+	snprintf(buf, sizeof(buf), "+%d", child);
+	n += bad("pid", buf, EINVAL);		/* a sign, even on the same pid */
 	n += bad("pid", " 5", EINVAL);
 	n += bad("pid", "99999999999", ERANGE);
 	n += bad("pid", "4194304", ESRCH);		/* above pid_max */
@@ -129,6 +132,11 @@ static void test_vcpus(void)
 	n += bad("vcpu_tids", "abc", EINVAL);
 	n += bad("vcpu_tids", "0", EINVAL);
 	n += bad("vcpu_tids", "-5", EINVAL);
+	n += bad("vcpu_tids", "-0", EINVAL);
+	snprintf(buf, sizeof(buf), "++%d", child);
+	n += bad("vcpu_tids", buf, EINVAL);	/* append, then a sign */
+	snprintf(buf, sizeof(buf), "0x%x", child);
+	n += bad("vcpu_tids", buf, EINVAL);
 	n += bad("vcpu_tids", "99999999999", ERANGE);
 	n += bad("vcpu_tids", "1", ESRCH);		/* init: not a thread of it */
 	snprintf(buf, sizeof(buf), "%d", getpid());
@@ -161,6 +169,15 @@ static void test_ranges(void)
 	n += bad("ranges", RNG("-0x%lx 0x1000 0", r), EINVAL);
 	n += bad("ranges", RNG("+%lu 4096 0", r), EINVAL);
 	n += bad("ranges", "0x 0x1000 0", EINVAL);
+	/* a second prefix or a sign inside a number */
+	n += bad("ranges", RNG("0x0x%lx 0x%lx 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x%lx 0x0x%lx 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x+%lx 0x%lx 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x%lx 0x+%lx 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x%lx 0x%lx 0x+0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0X0X%lx 0x%lx 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x%lx +%lu 0", r, REGION), EINVAL);
+	n += bad("ranges", RNG("0x%lx 0x%lx -0", r, REGION), EINVAL);
 	n += bad("ranges", "0xfffffffffffff000 0x2000 0", ERANGE); /* wraps */
 	n += bad("ranges", RNG("0x%lx 0x1000 0xfffffffffffff000", r), ERANGE);
 	n += bad("ranges", "0x1ffffffffffffffff 0x1000 0", ERANGE);
@@ -239,6 +256,8 @@ static void test_params(void)
 	n += bad(#name, "\n", EINVAL);					\
 	n += bad(#name, "-1", EINVAL);					\
 	n += bad(#name, "+5", EINVAL);					\
+	n += bad(#name, "-0", EINVAL);					\
+	n += bad(#name, "0x0x5", EINVAL);				\
 	n += bad(#name, "0x10", EINVAL);				\
 	n += bad(#name, "5 6", EINVAL);					\
 	n += bad(#name, " 5", EINVAL);
@@ -299,6 +318,10 @@ static void test_inject(void)
 	BADINJ(VM " 1 2 3", EINVAL);
 	BADINJ(VM " x y", EINVAL);
 	BADINJ(VM " -1 2", EINVAL);
+	BADINJ(VM " +5 2", EINVAL);		/* a sign inside a number */
+	BADINJ(VM " 5 +2", EINVAL);
+	BADINJ(VM " -0 2", EINVAL);
+	BADINJ(VM " 0x10 2", EINVAL);
 	BADINJ(VM " off 2", EINVAL);
 	BADINJ("nosuchvm 1 2", ENOENT);
 	BADINJ(VM " 99999999999999999999 1", ERANGE);
@@ -309,17 +332,6 @@ static void test_inject(void)
 	       "inject: malformed lines, unknown VM, huge rates refused");
 }
 
-static int drop_cap_sys_admin(void)
-{
-	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct d[2];
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[0].effective &= ~(1U << CAP_SYS_ADMIN);
-	return syscall(SYS_capset, &h, d);
-}
-
 static void test_capability(void)
 {
 	pid_t p = fork();
@@ -328,7 +340,7 @@ static void test_capability(void)
 	if (!p) {
 		int n = 0;
 
-		if (drop_cap_sys_admin())
+		if (priv_drop_sys_admin())
 			_exit(99);
 		n += tlbb_set(VM, "pid", "%d\n", getpid()) != -EPERM;
 		n += tlbb_set(VM, "samples", "5\n") != -EPERM;

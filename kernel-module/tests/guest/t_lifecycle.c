@@ -303,7 +303,10 @@ static void test_rmdir_under_load(void)
 			bad++;
 		}
 		tlbb_msleep(5);
-		if (tlbb_vm_remove("busy"))
+		/* an active VM is pinned: rmdir is EBUSY until mode off */
+		if (tlbb_vm_remove("busy") != -EBUSY ||
+		    tlbb_set("busy", "mode", "off\n") ||
+		    tlbb_vm_remove("busy"))
 			bad++;
 	}
 	for (k = 0; k < 2; k++) {
@@ -317,7 +320,7 @@ static void test_rmdir_under_load(void)
 		}
 	}
 	reap(holder);
-	tap_ok(!bad, "100 x mkdir/register/balance/rmdir while two processes read, write and inject");
+	tap_ok(!bad, "100 x mkdir/register/balance/rmdir (EBUSY)/off/rmdir while two processes read, write and inject");
 	tap_ok(ok[0] > 0 && ok[1] > 0,
 	       "the workers reached a live VM: %ld status reads, %ld injections",
 	       ok[0], ok[1]);
@@ -346,8 +349,9 @@ static void test_rmmod(void)
 	       !strcmp(buf, "balance"),
 	       "the module and its VMs are still there");
 
-	tap_ok(!tlbb_vm_remove("lc-rm1") && !tlbb_vm_remove("lc-rm2"),
-	       "rmdir both VMs");
+	tap_ok(!tlbb_set("lc-rm1", "mode", "off\n") &&
+	       !tlbb_vm_remove("lc-rm1") && !tlbb_vm_remove("lc-rm2"),
+	       "mode off, rmdir both VMs");
 	reap(child);
 	ret = syscall(SYS_delete_module, "tlbbalance", O_NONBLOCK);
 	tap_ok(!ret, "rmmod without VMs succeeds (%s)",

@@ -16,7 +16,8 @@
  *  - the load moves to the small group: N_hl rises back to 64, four pages
  *    per decision (step_pages = 4, to keep the test short), and the huge
  *    pages return (khugepaged re-forms them once the hold is lifted);
- *  - monitor mode never limits; mode off and rmdir lift a limit at once.
+ *  - monitor mode never limits; mode off lifts a limit at once; rmdir of a
+ *    balanced VM is refused (EBUSY) until it is off.
  *
  * Shortened for test speed (the paper's defaults are 100 ms and 10 s):
  * interval_ms = 50, sustain_ms = 500. samples = 3 and the imbalance
@@ -52,29 +53,6 @@ static size_t len;
 static long smaps_huge(void)
 {
 	return thp_huge_pages(0, region, len);
-}
-
-/* Does the region's VMA carry VM_NOHUGEPAGE ("nh" in VmFlags)? */
-static int region_nohuge(void)
-{
-	uintptr_t lo = (uintptr_t)region, s, e;
-	char line[512];
-	int inside = 0, nh = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			inside = s <= lo && lo < e;
-			continue;
-		}
-		if (inside && !strncmp(line, "VmFlags:", 8))
-			nh = strstr(line, " nh") != NULL;
-	}
-	fclose(f);
-	return nh;
 }
 
 static uint64_t khugepaged_full_scans(void)
@@ -184,7 +162,7 @@ static void lower(uint64_t sum0)
 	tap_ok(tlbb_get_u64(VM, "splits") >= PAGES - FLOOR,
 	       "splits stat counts the %d splits (%llu)", PAGES - FLOOR,
 	       (unsigned long long)tlbb_get_u64(VM, "splits"));
-	tap_ok(region_nohuge() == 1, "the region's VMA is held VM_NOHUGEPAGE");
+	tap_ok(thp_vma_nohuge(region) == 1, "the region's VMA is held VM_NOHUGEPAGE");
 	tap_ok(thp_checksum(region, len) == sum0,
 	       "checksum of the range unchanged after splitting");
 }
@@ -245,15 +223,16 @@ static void raise_back(uint64_t sum0)
 	tap_ok(tlbb_get_u64(VM, "restores") >= (PAGES - FLOOR) / RAISE_STEP,
 	       "restores stat counts the raises (%llu)",
 	       (unsigned long long)tlbb_get_u64(VM, "restores"));
-	tap_ok(region_nohuge() == 0, "VM_NOHUGEPAGE lifted from the region");
+	tap_ok(thp_vma_nohuge(region) == 0, "VM_NOHUGEPAGE lifted from the region");
 	tap_ok(thp_checksum(region, len) == sum0,
 	       "checksum unchanged after the huge pages returned");
 }
 
 /*
- * Phase 4: monitor mode never limits; leaving balance (mode off) and rmdir
- * lift the limit at once. Fast settings: no sustain, one sample per
- * decision, the whole VM in one step, floor 0.
+ * Phase 4: monitor mode never limits; leaving balance (mode off) lifts the
+ * limit at once; rmdir of a balanced VM is EBUSY until it is off. Fast
+ * settings: no sustain, one sample per decision, the whole VM in one step,
+ * floor 0.
  */
 static void leave(uint64_t sum0)
 {
@@ -261,35 +240,34 @@ static void leave(uint64_t sum0)
 	long huge;
 
 	err = tlbb_set(VM, "mode", "off\n");
-	err = err ?: tlbb_set(VM, "interval_ms", "20\n");
-	err = err ?: tlbb_set(VM, "sustain_ms", "0\n");
-	err = err ?: tlbb_set(VM, "samples", "1\n");
-	err = err ?: tlbb_set(VM, "floor_pages", "0\n");
-	err = err ?: tlbb_set(VM, "step_pages", "%d\n", PAGES);
+	err = err ?: tlbb_set_fast(VM, PAGES);
 	err = err ?: tlbb_inject(VM, MCF_HUGE, MCF_SMALL);
 	err = err ?: tlbb_set(VM, "mode", "monitor\n");
 	tap_require(!err, "fast settings, monitor mode: %s", strerror(-err));
 	tlbb_msleep(1000);
 	tap_ok(tlbb_get_u64(VM, "huge_limit") == PAGES &&
-	       smaps_huge() == PAGES && region_nohuge() == 0,
+	       smaps_huge() == PAGES && thp_vma_nohuge(region) == 0,
 	       "monitor mode under mcf load: limit, huge pages and flags untouched");
 
 	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
 	huge = wait_huge(0, 5000);
-	tap_ok(huge == 0 && region_nohuge() == 1,
+	tap_ok(huge == 0 && thp_vma_nohuge(region) == 1,
 	       "balance, floor 0: every huge page split, VMA held (%ld)", huge);
 	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
-	tap_ok(region_nohuge() == 0, "mode off lifts VM_NOHUGEPAGE at once");
+	tap_ok(thp_vma_nohuge(region) == 0, "mode off lifts VM_NOHUGEPAGE at once");
 	huge = wait_huge(PAGES, 20000);
 	tap_ok(huge == PAGES, "huge pages return after mode off (%ld)", huge);
 
 	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance again");
 	huge = wait_huge(0, 5000);
-	tap_ok(huge == 0 && region_nohuge() == 1,
+	tap_ok(huge == 0 && thp_vma_nohuge(region) == 1,
 	       "balance again: all split, held (%ld)", huge);
-	tap_ok(!tlbb_inject_off(VM) && !tlbb_vm_remove(VM),
-	       "rmdir while the limit holds");
-	tap_ok(region_nohuge() == 0, "rmdir lifts VM_NOHUGEPAGE");
+	tap_ok(!tlbb_inject_off(VM) && tlbb_vm_remove(VM) == -EBUSY &&
+	       thp_vma_nohuge(region) == 1,
+	       "rmdir while the limit holds: EBUSY, the hold stays");
+	tap_ok(!tlbb_set(VM, "mode", "off\n") && !tlbb_vm_remove(VM),
+	       "mode off, then rmdir");
+	tap_ok(thp_vma_nohuge(region) == 0, "no VM_NOHUGEPAGE left after off + rmdir");
 	huge = wait_huge(PAGES, 20000);
 	tap_ok(huge == PAGES, "huge pages return after rmdir (%ld)", huge);
 	tap_ok(thp_checksum(region, len) == sum0,

@@ -172,3 +172,13 @@ int tlbb_inject_off(const char *vm)
 {
 	return file_printf(TLBB_INJECT, "%s off\n", vm);
 }
+
+int tlbb_set_fast(const char *vm, unsigned long step)
+{
+	int err = tlbb_set(vm, "interval_ms", "20\n");
+
+	err = err ?: tlbb_set(vm, "sustain_ms", "0\n");
+	err = err ?: tlbb_set(vm, "samples", "1\n");
+	err = err ?: tlbb_set(vm, "floor_pages", "0\n");
+	return err ?: tlbb_set(vm, "step_pages", "%lu\n", step);
+}

@@ -40,6 +40,11 @@ long tlbb_get(const char *vm, const char *attr, char *buf, size_t size);
 uint64_t tlbb_get_u64(const char *vm, const char *attr);
 /* Find "key value" in vms/<vm>/status; value copied to buf; 0 or -errno. */
 int tlbb_status(const char *vm, const char *key, char *buf, size_t size);
+/*
+ * Fast controller settings for tests: a tick every 20 ms, no sustain time,
+ * one sample per decision, floor 0, @step huge pages per step; 0 or -errno.
+ */
+int tlbb_set_fast(const char *vm, unsigned long step);
 /* Injection backend: "<vm> <huge/s> <small/s>"; 0 or -errno. */
 int tlbb_inject(const char *vm, uint64_t huge_per_s, uint64_t small_per_s);
 int tlbb_inject_off(const char *vm);

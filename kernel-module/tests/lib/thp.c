@@ -127,3 +127,26 @@ long thp_sysfs_get(const char *name, char *buf, size_t size)
 		buf[--n] = '\0';
 	return n;
 }
+
+/* VM_NOHUGEPAGE ("nh" in VmFlags) on the VMA holding @addr: 1, 0, -1. */
+int thp_vma_nohuge(const void *addr)
+{
+	uintptr_t lo = (uintptr_t)addr, s, e;
+	char line[512];
+	int inside = 0, nh = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			inside = s <= lo && lo < e;
+			continue;
+		}
+		if (inside && !strncmp(line, "VmFlags:", 8))
+			nh = strstr(line, " nh") != NULL;
+	}
+	fclose(f);
+	return nh;
+}
