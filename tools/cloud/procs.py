@@ -155,8 +155,8 @@ def stop_all(state, grace=15.0, log=print):
             continue
         log('stopping %s (pid %d)' % (rec['name'], rec['pid']))
         if not stop(rec, rec.get('grace', grace)):
-            log('  %s (pid %d) survived SIGKILL' % (rec['name'],
-                                                     rec['pid']))
+            log('  %s (pid %d) survived SIGKILL'
+                % (rec['name'], rec['pid']))
             ok = False
     return ok
 

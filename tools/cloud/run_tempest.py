@@ -67,8 +67,8 @@ def tempest_conf(facts, top):
         rescue=False, change_password=False, interface_attach=False,
         shelve=False, suspend=False, pause=False, personality=False,
         config_drive=False, metadata_service=False,
-        attach_encrypted_volume=False, block_migration_for_live_migration=
-        False)
+        attach_encrypted_volume=False,
+        block_migration_for_live_migration=False)
     sec('service_available', nova=True, glance=True, neutron=True,
         cinder=False, swift=False, horizon=False, placement=True)
     sec('placement', min_microversion='1.0', max_microversion='latest')
@@ -102,16 +102,28 @@ def main():
         print('0 passed, 1 failed')
         return 1
     passed = failed = 0
+    # tempest reads this file and no other (not ~/.tempest, /etc/tempest)
+    # and keeps its own files in $HOME/.tempest: give it the cloud's dir
+    env = {'TEMPEST_CONFIG_DIR': os.path.join(top, 'tempest', 'etc'),
+           'TEMPEST_CONFIG': 'tempest.conf',
+           'HOME': os.path.join(top, 'tempest-home')}
     try:
+        os.makedirs(env['HOME'], exist_ok=True)
         with open(os.path.join(top, 'cloud.json')) as f:
             facts = json.load(f)
         tempest = os.path.join(facts['venv'], 'bin', 'tempest')
-        procs.run([tempest, 'init', os.path.join(top, 'tempest')],
-                  'tempest init')
+        # tempest keeps a registry of workspaces; ours stays in the
+        # cloud's directory (the default is ~/.tempest/workspace.yaml)
+        procs.run([tempest, 'init', '--workspace-path',
+                   os.path.join(top, 'tempest-workspaces.yaml'),
+                   '--name', 'tlbb-cloud-%d' % os.getpid(),
+                   os.path.join(top, 'tempest')], 'tempest init',
+                  env=env)
         ws = tempest_conf(facts, top)
         t0 = time.monotonic()
         p = subprocess.Popen([tempest, 'run', '--regex', regex,
                               '--concurrency', conc], cwd=ws,
+                             env=dict(os.environ, **env),
                              stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         out = []
