@@ -10,7 +10,6 @@ and leave the registration path to the e2e tests inside a booted kernel.
 
 import os
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,8 +21,8 @@ from nova_tlbbalance import modclient
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import proc
-from . import libvirt_host
-from .conftest import HOOK_TIMEOUT, cli, hook_records, status_of, wait_hook
+from .conftest import HOOK_TIMEOUT, cli, cli_argv, hook_records, \
+    libvirthost, status_of, wait_hook
 
 NCPU = os.cpu_count()
 PINS = {0: '0', 1: str(min(1, NCPU - 1))}
@@ -35,14 +34,14 @@ def driver_xml(name, specs, plain=None, **kw):
     its own XML code (guest_config) over a plain guest."""
     pol = Policy.from_extra_specs(specs)
     return guest_config.apply_to_domain_xml(
-        plain or libvirt_host.plain_domain(name, pins=PINS, **kw), pol,
+        plain or libvirthost.plain_domain(name, pins=PINS, **kw), pol,
         huge_page_kib=guest_config.read_hpage_pmd_kib())
 
 
 def tagged_by_hand(name, policy_attrs, backing='', **kw):
     """A domain tagged with <metadata> only (no `domain apply`): what an
     operator gets by pasting the policy element into an existing XML."""
-    xml = libvirt_host.plain_domain(name, pins=PINS, **kw)
+    xml = libvirthost.plain_domain(name, pins=PINS, **kw)
     meta = ("<metadata><tlbbalance:policy xmlns:tlbbalance="
             "'http://openstack.org/xmlns/tlbbalance/1.0' %s/></metadata>"
             % ' '.join("%s='%s'" % kv for kv in policy_attrs.items()))
@@ -156,8 +155,8 @@ def test_domain_apply_vm(host, vm, tmp_path):
     name = 'tlbbit-apply'
     # odd guest NUMA cells: misaligned as given, aligned once applied
     plain = tmp_path / 'plain.xml'
-    plain.write_text(libvirt_host.plain_domain(name, pins=PINS,
-                                               cells=[129, 127]))
+    plain.write_text(libvirthost.plain_domain(name, pins=PINS,
+                                              cells=[129, 127]))
     rc, xml, err = cli('domain', 'apply', '-s', 'mode=monitor',
                        '-s', 'backing=thp', str(plain))
     assert rc == 0, err
@@ -220,7 +219,7 @@ def test_strict_misaligned_vm_refused(host):
 
 def test_hugetlbfs_vm(host, vm):
     name = 'tlbbit-hugetlbfs'
-    plain = libvirt_host.plain_domain(name, memory_mib=128, pins=PINS)
+    plain = libvirthost.plain_domain(name, memory_mib=128, pins=PINS)
     # hw:mem_page_size is nova's job: it writes <hugepages> itself
     plain = plain.replace('<os>', "<memoryBacking><hugepages><page "
                           "size='2048' unit='KiB'/></hugepages>"
@@ -240,7 +239,7 @@ def test_hugetlbfs_vm(host, vm):
 
 def test_hugetlbfs_shortage_strict_refused(host):
     name = 'tlbbit-hugetlbfs-short'
-    plain = libvirt_host.plain_domain(name, memory_mib=1024, pins=PINS)
+    plain = libvirthost.plain_domain(name, memory_mib=1024, pins=PINS)
     plain = plain.replace('<os>', "<memoryBacking><hugepages/>"
                           "</memoryBacking><os>")
     xml = driver_xml(name, {'tlbbalance:mode': 'monitor',
@@ -256,7 +255,7 @@ def test_hugetlbfs_shortage_strict_refused(host):
 
 def test_untagged_vm_left_alone(host, vm):
     name = 'tlbbit-untagged'
-    vm(name, libvirt_host.plain_domain(name, memory_mib=64, pins=PINS))
+    vm(name, libvirthost.plain_domain(name, memory_mib=64, pins=PINS))
     time.sleep(0.5)
     assert hook_records(host, name) == []
     _, st = status_of(name)
@@ -303,8 +302,7 @@ def test_exporter(host, vm):
     assert 'tlbbalance_vm_huge_coverage_ratio{vm="%s"}' % name in out
     assert 'tlbbalance_host_module_loaded %d' % MODULE_LOADED in out
     # the same over HTTP on a loopback port
-    srv = subprocess.Popen([sys.executable, '-m', 'nova_tlbbalance',
-                            'exporter', '--port', '0'],
+    srv = subprocess.Popen(cli_argv('exporter', '--port', '0'),
                            stderr=subprocess.PIPE, text=True)
     try:
         line = srv.stderr.readline()
