@@ -27,10 +27,12 @@ never touched:
 - a mount point missing on the host (``/run/libvirt`` when no libvirtd
   ever ran) is made inside an overlay of its parent (upper layer in
   ``<workdir>/ns``) that exists in the namespace only;
+- the private qemu.conf runs QEMU as root (see :meth:`_make_dirs`);
 - ``hugepages=N`` mounts a hugetlbfs at ``/var/lib/libvirt/hugepages``
   inside the namespace (``hugetlbfs_mount`` in the private qemu.conf) and
   sets the global ``vm.nr_hugepages`` to N; :meth:`stop` writes back the
-  exact value found at start.
+  exact value found at start (unless another writer changed the pool in
+  between: then theirs is left, with a note on stderr).
 
 Public API:
 
@@ -60,6 +62,9 @@ Public API:
   refreshed) cache copied back at stop; libvirt itself decides whether a
   cached entry is still valid (QEMU binary, libvirtd, kernel). A cold
   probe of QEMU costs ~12-18 s on this machine kind, a warm start a few.
+  :data:`CAPS_CACHE` (``$TLBB_LIBVIRT_CAPS_CACHE`` or
+  ``~/.cache/nova-tlbbalance/libvirt-capabilities``) is the one the tests
+  and benchmarks share.
 """
 
 import contextlib
@@ -77,6 +82,10 @@ HOOK_IN_NS = '/etc/libvirt/hooks/qemu.d/tlbbalance'
 HUGETLBFS_IN_NS = '/var/lib/libvirt/hugepages'
 CAPS_IN_NS = '/var/cache/libvirt/qemu/capabilities'
 NR_HUGEPAGES = '/proc/sys/vm/nr_hugepages'
+# Where tests and benchmarks keep the QEMU capability cache (cache_dir=).
+CAPS_CACHE = os.environ.get(
+    'TLBB_LIBVIRT_CAPS_CACHE',
+    os.path.expanduser('~/.cache/nova-tlbbalance/libvirt-capabilities'))
 HOST_ETC = '/etc/libvirt'
 # Bounds on waits (the machine is shared: 2 cores, load up to ~10).
 TERM_WAIT = 20.0        # a process given SIGTERM
@@ -102,6 +111,12 @@ def _wait_gone(pids, timeout):
             return []
         time.sleep(0.05)
     return [p for p in pids if _alive(p)]
+
+
+def _vq(word):
+    """``word`` as one argument in a virsh command string (backslash
+    before every character but letters and digits)."""
+    return ''.join(c if c.isalnum() else '\\' + c for c in word)
 
 
 def _mnt_ns(pid):
@@ -156,6 +171,7 @@ class LibvirtHost:
         self._mount_sig = {}        # see _record_mounts()
         self.term_wait = TERM_WAIT  # bound on each SIGTERM/SIGKILL wait
         self._old_nr = None
+        self._set_nr = None
         self.start_seconds = None
 
     def path(self, ns_path):
@@ -216,8 +232,14 @@ class LibvirtHost:
             os.unlink(self.hook_path)       # from an earlier run
         conf = os.path.join(etc, 'qemu.conf')
         with open(conf) as f:
-            lines = [ln for ln in f
-                     if not ln.lstrip().startswith('hugetlbfs_mount')]
+            lines = [ln for ln in f if not ln.lstrip().startswith(
+                ('hugetlbfs_mount', 'user', 'group'))]
+        # QEMU as root: /dev/kvm here is root-only (PVM, platform.md), so
+        # for the default user libvirt finds KVM "not available now" while
+        # its probe (as root) found it, drops the cached capabilities and
+        # probes again at every domain start (~40 s each).
+        lines.append('\n# LibvirtHost: QEMU runs as root\n'
+                     'user = "root"\ngroup = "root"\n')
         if self.hugepages:
             lines.append('\n# LibvirtHost: private hugetlbfs\n'
                          'hugetlbfs_mount = "%s"\n' % HUGETLBFS_IN_NS)
@@ -266,6 +288,8 @@ class LibvirtHost:
             self._old_nr = int(f.read())
         with open(NR_HUGEPAGES, 'w') as f:
             f.write(str(self.hugepages))
+        with open(NR_HUGEPAGES) as f:
+            self._set_nr = int(f.read())    # the kernel may give fewer
 
     def _seed_caps(self):
         if not self.cache_dir or not os.path.isdir(self.cache_dir):
@@ -391,7 +415,8 @@ class LibvirtHost:
         if self.defined and self.pids.get('libvirtd') and \
                 _alive(self.pids['libvirtd']):
             # one virsh process for all: each connection costs ~0.5 s here
-            step(self.virsh, ' ; '.join('destroy %s ; undefine %s' % (n, n)
+            step(self.virsh, ' ; '.join('destroy %s ; undefine %s'
+                                        % (_vq(n), _vq(n))
                                         for n in self.defined),
                  check=False, timeout=600)
         self.defined = []
@@ -426,6 +451,16 @@ class LibvirtHost:
             raise RuntimeError('processes %s survived SIGKILL' % left)
 
     def _restore_nr(self):
+        with open(NR_HUGEPAGES) as f:
+            now = int(f.read())
+        if now != self._set_nr:
+            # another writer (a cloud, another test) changed the global
+            # pool since: theirs stands, writing ours back would break it
+            sys.stderr.write('libvirthost: vm.nr_hugepages is %d, not the '
+                             '%d set at start: left as is (was %d before)\n'
+                             % (now, self._set_nr, self._old_nr))
+            self._old_nr = None
+            return
         with open(NR_HUGEPAGES, 'w') as f:
             f.write(str(self._old_nr))
         with open(NR_HUGEPAGES) as f:
@@ -455,12 +490,12 @@ class LibvirtHost:
         return p
 
     def define(self, xml, name, start_paused=False):
-        path = os.path.join(self.workdir, name + '.xml')
+        path = os.path.join(self.workdir, 'domain-%d.xml' % len(self.defined))
         with open(path, 'w') as f:
             f.write(xml)
-        cmd = 'define %s' % path
+        cmd = 'define %s' % _vq(path)
         if start_paused:
-            cmd += ' ; start --paused %s' % name
+            cmd += ' ; start --paused %s' % _vq(name)
         self.defined.append(name)
         self.virsh(cmd)
 

@@ -22,17 +22,12 @@ import libvirthost  # noqa: E402
 
 HOOK_TIMEOUT = 5.0
 HUGEPAGES = 80          # 2 MiB pages in the host pool during the session
-# QEMU capability cache kept between runs (a cold probe costs ~12-18 s);
-# libvirt re-probes by itself when QEMU, libvirtd or the kernel changed.
-CAPS_CACHE = os.environ.get(
-    'TLBB_LIBVIRT_CAPS_CACHE',
-    os.path.expanduser('~/.cache/nova-tlbbalance/libvirt-capabilities'))
 _SESSION = {}
 
 
 def new_host(work, **kw):
     """A LibvirtHost with the session's capability cache."""
-    kw.setdefault('cache_dir', CAPS_CACHE)
+    kw.setdefault('cache_dir', libvirthost.CAPS_CACHE)
     return libvirthost.LibvirtHost(str(work), **kw)
 
 

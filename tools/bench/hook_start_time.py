@@ -66,7 +66,8 @@ def main():
             h = libvirthost.LibvirtHost(
                 os.path.join(work, '%s-%d' % (mode.split()[0], rnd)),
                 hook=(mode == 'with hook'),
-                hook_settings={'log_file': log, 'syslog': ''})
+                hook_settings={'log_file': log, 'syslog': ''},
+                cache_dir=libvirthost.CAPS_CACHE)
             with h:
                 h.define(xml, name)
                 h.virsh('start', name)          # warm-up, not counted

@@ -44,7 +44,8 @@ def main():
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix='tlbb-bench-status-')
     h = libvirthost.LibvirtHost(work, hook=True,
-                                hook_settings={'syslog': ''})
+                                hook_settings={'syslog': ''},
+                                cache_dir=libvirthost.CAPS_CACHE)
     with h:
         # the CLI runs beside that libvirtd, inside its namespace
         cli = h.ns_prefix() + [sys.executable, '-m', 'nova_tlbbalance']
