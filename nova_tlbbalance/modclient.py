@@ -13,6 +13,8 @@ import errno
 import os
 import re
 
+from nova_tlbbalance.shown import shown
+
 DEFAULT_ROOT = '/sys/kernel/config/tlbbalance'
 ENV_ROOT = 'TLBB_CONFIGFS'
 NAME_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
@@ -32,10 +34,9 @@ class ModuleError(Exception):
         self.path = path
         self.errno = err
         self.value = value
-        shown = value if value is None or len(value) < 80 else \
-            value[:77] + '...'
-        super().__init__('%s: write %r refused: %s (%s)' % (
-            path, shown, os.strerror(err), errno.errorcode.get(err, err)))
+        super().__init__('%s: write %s refused: %s (%s)' % (
+            path, shown(value), os.strerror(err),
+            errno.errorcode.get(err, err)))
 
 
 def root_dir(root=None):
