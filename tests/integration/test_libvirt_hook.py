@@ -14,6 +14,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from xml.sax.saxutils import escape
 
 import pytest
 
@@ -275,6 +276,27 @@ def test_untagged_vm_left_alone(host, vm):
         'verify' % name)
     rc, out, _ = cli('verify', '--no-module', '--json', name)
     assert rc == 0 and json.loads(out) == {name: None}
+
+
+def test_special_name_registered(host, vm):
+    """libvirt writes the pid file of this domain XML-escaped
+    (q&apos;uo&quot;te...pid): the hook and the CLI still find QEMU."""
+    name = 'tlbbit q\'uo"te <a&b>'
+    xml = driver_xml(escape(name, {'"': '&quot;', "'": '&apos;'}),
+                     {'tlbbalance:mode': 'monitor'}, memory_mib=64)
+    vm(name, xml)
+    pidfiles = [f for f in os.listdir(host.path('/run/libvirt/qemu'))
+                if f.startswith('tlbbit q') and f.endswith('.pid')]
+    print('pid file: %s' % pidfiles)
+    assert pidfiles == ['tlbbit q&apos;uo&quot;te &lt;a&amp;b&gt;.pid']
+    with open(host.path('/run/libvirt/qemu/' + pidfiles[0])) as f:
+        pid = int(f.read())
+    check_hook_phases(host, name, ('prepare', 'started'))
+    rec = wait_hook(host, name, 'started')
+    assert rec['pid'] == pid, rec
+    _, st = status_of(name)
+    assert st['pid'] == pid and st['managed']
+    check_module_state(host, name, st)
 
 
 def test_stop_runs_stopped_and_release(host):
