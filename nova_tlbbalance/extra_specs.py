@@ -14,6 +14,7 @@ restated here).
 import dataclasses
 
 from nova_tlbbalance import module_defs
+from nova_tlbbalance.shown import shown
 
 PREFIX = 'tlbbalance'
 
@@ -76,8 +77,8 @@ class Spec:
                 ivalue = None
             if ivalue is not None and self.min <= ivalue <= self.max:
                 return ivalue
-        raise ValueError('%s: invalid value %r; allowed: %s'
-                         % (self.key, value, self.allowed()))
+        raise ValueError('%s: invalid value %s; allowed: %s'
+                         % (self.key, shown(value), self.allowed()))
 
 
 def _policy_specs():
@@ -139,8 +140,8 @@ def spec(key):
     try:
         return BY_KEY[key]
     except KeyError:
-        raise ValueError('unknown extra spec %r; known: %s'
-                         % (key, ', '.join(BY_KEY))) from None
+        raise ValueError('unknown extra spec %s; known: %s'
+                         % (shown(key), ', '.join(BY_KEY))) from None
 
 
 def ours(extra_specs):

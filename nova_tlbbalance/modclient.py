@@ -13,12 +13,42 @@ import errno
 import os
 import re
 
+from nova_tlbbalance.shown import shown
+
 DEFAULT_ROOT = '/sys/kernel/config/tlbbalance'
 ENV_ROOT = 'TLBB_CONFIGFS'
 NAME_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
 MODES = ('off', 'monitor', 'balance')
+# kernel-module/tlbb.h TLBB_MAX_RANGES, TLBB_MAX_VCPUS (a unit test checks
+# that they agree).
 MAX_RANGES = 64
 MAX_TIDS = 1024
+
+
+def store_max():
+    """The module refuses a store of this many bytes or more
+    (``TLBB_STORE_MAX``, ``PAGE_SIZE - 1`` in kernel-module/tlbb_configfs.c:
+    configfs hands a store at most one page, so a store that long may have
+    been cut)."""
+    return os.sysconf('SC_PAGE_SIZE') - 1
+
+
+def tid_writes(tids, limit=None):
+    """The ``vcpu_tids`` writes for ``tids``: the first replaces the list,
+    each later one starts with ``+`` (the module's append form); every
+    write is shorter than ``limit`` (default :func:`store_max`)."""
+    limit = limit or store_max()
+    writes, cur, prefix, size = [], [], '', 0
+    for t in tids:
+        word = str(int(t))
+        # size of prefix + cur joined by spaces + ' ' + word
+        if cur and size + 1 + len(word) >= limit:
+            writes.append(prefix + ' '.join(cur))
+            cur, prefix = [], '+'
+        size = (size + 1 if cur else len(prefix)) + len(word)
+        cur.append(word)
+    writes.append(prefix + ' '.join(cur))
+    return writes
 
 
 class ModuleAbsent(Exception):
@@ -32,10 +62,9 @@ class ModuleError(Exception):
         self.path = path
         self.errno = err
         self.value = value
-        shown = value if value is None or len(value) < 80 else \
-            value[:77] + '...'
-        super().__init__('%s: write %r refused: %s (%s)' % (
-            path, shown, os.strerror(err), errno.errorcode.get(err, err)))
+        super().__init__('%s: write %s refused: %s (%s)' % (
+            path, shown(value), os.strerror(err),
+            errno.errorcode.get(err, err)))
 
 
 def root_dir(root=None):
@@ -184,8 +213,9 @@ class Client:
             raise ModuleError(d, exc.errno, 'mkdir') from None
         self._write(os.path.join(d, 'mode'), 'off')
         self._write(os.path.join(d, 'pid'), str(int(pid)))
-        self._write(os.path.join(d, 'vcpu_tids'),
-                    ' '.join(str(int(t)) for t in vcpu_tids))
+        # one write of all tids can exceed a page (~512+ vCPUs): append
+        for text in tid_writes(vcpu_tids):
+            self._write(os.path.join(d, 'vcpu_tids'), text)
         self._write(os.path.join(d, 'ranges'), format_ranges(ranges))
         for name, value in (params or {}).items():
             value = module_defs.param(name).check(value)

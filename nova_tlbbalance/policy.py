@@ -16,6 +16,7 @@ import dataclasses
 import xml.etree.ElementTree as ET
 
 from nova_tlbbalance import extra_specs as es
+from nova_tlbbalance.shown import shown
 
 NS = 'http://openstack.org/xmlns/tlbbalance/1.0'
 NS_PREFIX = 'tlbbalance'
@@ -58,8 +59,8 @@ class Policy:
         checked = {}
         for name, value in dict(self.params).items():
             if name not in es.PARAM_NAMES:
-                raise ValueError('unknown tlbbalance parameter %r; known: %s'
-                                 % (name, ', '.join(es.PARAM_NAMES)))
+                raise ValueError('unknown tlbbalance parameter %s; known: %s'
+                                 % (shown(name), ', '.join(es.PARAM_NAMES)))
             checked[name] = es.spec('%s:%s' % (es.PREFIX, name)).parse(value)
         # Keep tlbb_params.def order: stable XML, stable comparisons.
         self.params = {n: checked[n] for n in es.PARAM_NAMES if n in checked}
@@ -150,13 +151,16 @@ class Policy:
         """Parse a ``<tlbbalance:policy>`` element (string or Element)."""
         elem = _parse(xml, 'tlbbalance policy XML')
         if elem.tag != POLICY_TAG:
-            raise ValueError('expected <%s:policy> in namespace %s, got <%s>'
-                             % (NS_PREFIX, NS, elem.tag))
+            raise ValueError('expected <%s:policy> in namespace %s, got %s'
+                             % (NS_PREFIX, NS, shown(elem.tag)))
         where = '<%s:policy>' % NS_PREFIX
         unknown = sorted(set(elem.attrib) - set(_ATTRS))
         if unknown:
             raise ValueError('%s: unknown attribute(s) %s; known: %s'
-                             % (where, ', '.join(unknown), ', '.join(_ATTRS)))
+                             % (where, ', '.join(shown(u) for u in unknown[:5])
+                                + (' and %d more' % (len(unknown) - 5)
+                                   if len(unknown) > 5 else ''),
+                                ', '.join(_ATTRS)))
         if 'mode' not in elem.attrib:
             raise ValueError('%s: attribute mode is missing' % where)
         values = {}
@@ -173,17 +177,19 @@ class Policy:
         params = {}
         for child in elem:
             if child.tag != PARAM_TAG:
-                raise ValueError('%s: unexpected child <%s>; only <%s:param> '
-                                 'is allowed' % (where, child.tag, NS_PREFIX))
+                raise ValueError('%s: unexpected child %s; only <%s:param> '
+                                 'is allowed'
+                                 % (where, shown(child.tag), NS_PREFIX))
             name = child.get('name')
             value = child.get('value')
             if name is None or value is None:
                 raise ValueError('%s: <%s:param> needs name and value '
                                  'attributes, got %s'
-                                 % (where, NS_PREFIX, dict(child.attrib)))
+                                 % (where, NS_PREFIX,
+                                    shown(dict(child.attrib))))
             if name in params:
-                raise ValueError('%s: parameter %r given twice'
-                                 % (where, name))
+                raise ValueError('%s: parameter %s given twice'
+                                 % (where, shown(name)))
             params[name] = value
         try:
             return cls(params=params, **values)
@@ -207,13 +213,13 @@ class Policy:
             return None
         name = dom.findtext('name') or '?'
         if len(found) > 1:
-            raise ValueError('domain %r: %d <%s:policy> elements in '
+            raise ValueError('domain %s: %d <%s:policy> elements in '
                              '<metadata>; expected one'
-                             % (name, len(found), NS_PREFIX))
+                             % (shown(name), len(found), NS_PREFIX))
         try:
             return cls.from_xml(found[0])
         except ValueError as exc:
-            raise ValueError('domain %r: %s' % (name, exc)) from None
+            raise ValueError('domain %s: %s' % (shown(name), exc)) from None
 
 
 def _parse(xml, what):

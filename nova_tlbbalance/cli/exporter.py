@@ -22,7 +22,7 @@ def register(sub):
 
 def scrape(args):
     host, reps = _common.collect(args)
-    verdicts = {r['name']: verdict.reasons(r) for r in reps
+    verdicts = {r['name']: verdict.reasons(r, host=host) for r in reps
                 if r.get('managed')}
     return exporter.render(host, reps, verdicts)
 

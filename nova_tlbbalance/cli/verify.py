@@ -7,6 +7,10 @@ from nova_tlbbalance.cli import _common
 from nova_tlbbalance.probes import verdict
 
 
+UNTAGGED = ('untagged (no tlbbalance policy in its <metadata>): nothing to '
+            'verify')
+
+
 def register(sub):
     p = sub.add_parser('verify', help='check every tagged running VM '
                        'against its policy; exit 1 with reasons if any fails')
@@ -28,7 +32,7 @@ def run(args):
         sys.stderr.write('tlbbalance verify: --min-coverage %r: allowed '
                          '0..100\n' % args.min_coverage)
         return 2
-    _, reps = _common.collect(args)
+    host, reps = _common.collect(args)
     if args.domains:
         missing = set(args.domains) - {r['name'] for r in reps}
         if missing:
@@ -37,18 +41,24 @@ def run(args):
             return 2
         reps = [r for r in reps if r['name'] in args.domains]
     result = {}
+    untagged = []       # named on the command line, nothing to verify
     for rep in reps:
         if not rep.get('managed'):
+            if args.domains:
+                untagged.append(rep['name'])
             continue
         result[rep['name']] = verdict.reasons(
-            rep, args.min_coverage / 100, not args.no_module)
+            rep, args.min_coverage / 100, not args.no_module, host)
     if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
+        out = dict(result, **{n: None for n in untagged})
+        print(json.dumps(out, indent=2, sort_keys=True))
     else:
         for name, why in sorted(result.items()):
             print('%s: %s' % (name, 'OK' if not why else 'FAIL'))
             for w in why:
                 print('  - %s' % w)
-        if not result:
+        for name in sorted(untagged):
+            print('%s: %s' % (name, UNTAGGED))
+        if not result and not untagged:
             print('no tagged VM running')
     return 1 if any(result.values()) else 0

@@ -3,17 +3,59 @@
 Every phase ends with one record carrying its duration, so the time a hook
 adds to a VM's lifecycle is visible in the host log (and, with
 TLBB_HOOK_LOG, machine-readable for tests and benchmarks).
+
+The syslog summary is logfmt: ``key=value`` pairs separated by spaces, in
+key order; a value that is empty or holds a space, ``"``, ``=``, a
+backslash or a control character is written as a JSON string (double
+quotes, backslash escapes), so :func:`parse_summary` (or any logfmt
+parser) gives every value back. Its level says how the phase went
+(:func:`summary_level`). Every line is cut to ``shown.LINE_MAX``
+characters, each field of the JSON record too: a bad value of a megabyte
+in a domain's XML never makes a megabyte of log.
 """
 
 import json
 import os
+import re
 import socket
 import sys
 import time
 
+from nova_tlbbalance.shown import clip
+
 _PRI = {'err': 3, 'warning': 4, 'info': 6, 'debug': 7}
 _FACILITY_DAEMON = 3
 TAG = 'tlbbalance-hook'
+# results of a phase that did not do what the policy asked
+FAILED = ('failed', 'timeout', 'error', 'bad policy')
+_BARE = re.compile(r'^[^\s"=\\\x00-\x1f\x7f]+$')
+_PAIR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def summary_level(fields):
+    """err when the phase refused the VM (rc != 0), warning when it failed
+    without refusing it (not strict), info otherwise."""
+    if fields.get('rc'):
+        return 'err'
+    if str(fields.get('result', '')).startswith(FAILED):
+        return 'warning'
+    return 'info'
+
+
+def _value(v):
+    text = str(v)
+    return text if _BARE.match(text) else json.dumps(text)
+
+
+def format_summary(fields):
+    return ' '.join('%s=%s' % (k, _value(fields[k])) for k in sorted(fields)
+                    if k != 'time')
+
+
+def parse_summary(line):
+    """The fields of a summary line (all values as strings)."""
+    return {k: json.loads(v) if v.startswith('"') else v
+            for k, v in _PAIR.findall(line)}
 
 
 class Log:
@@ -29,7 +71,7 @@ class Log:
                 self._sock = None
 
     def __call__(self, level, msg):
-        line = '%s[%d]: %s' % (TAG, os.getpid(), msg)
+        line = '%s[%d]: %s' % (TAG, os.getpid(), clip(msg))
         if self._sock is not None:
             pri = _FACILITY_DAEMON * 8 + _PRI.get(level, 6)
             try:
@@ -43,8 +85,10 @@ class Log:
     def record(self, **fields):
         """One JSON line to TLBB_HOOK_LOG (if set) and a syslog summary."""
         fields.setdefault('time', time.time())
-        self('info', ' '.join('%s=%s' % (k, fields[k]) for k in sorted(fields)
-                              if k != 'time'))
+        for k, v in fields.items():
+            if isinstance(v, str):
+                fields[k] = clip(v)
+        self(summary_level(fields), format_summary(fields))
         if self.config.log_file:
             try:
                 with open(self.config.log_file, 'a') as f:

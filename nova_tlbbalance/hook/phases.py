@@ -28,6 +28,8 @@ from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import proc
 from nova_tlbbalance.probes import topology
+from nova_tlbbalance.shown import clip
+from nova_tlbbalance.shown import shown
 
 
 def run(name, op, sub, data, t0):
@@ -49,8 +51,8 @@ def run(name, op, sub, data, t0):
     extra['work_ms'] = _ms(t1)      # elapsed_ms minus this: imports
     rc = 1 if failed and pol.strict else 0
     if rc:
-        sys.stderr.write('tlbbalance (strict policy) refuses domain %r: %s\n'
-                         % (name, result))
+        sys.stderr.write('tlbbalance (strict policy) refuses domain %s: %s\n'
+                         % (shown(name), clip(result)))
     log.record(domain=name, phase=op, sub=sub, rc=rc, strict=pol.strict,
                mode=pol.mode, result=result, elapsed_ms=_ms(t0), **extra)
     return rc
@@ -123,7 +125,7 @@ def started(dom, pol, config, log, extra, reconnect=False):
     pid, threads, ranges, problems = inspect(dom, pol, config)
     extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
     for p in problems:
-        log('warning', 'domain %r: %s' % (dom.name, p))
+        log('warning', 'domain %s: %s' % (shown(dom.name), p))
     if problems and pol.strict:
         raise Failure('; '.join(problems))
     client = modclient.Client(config.configfs)

@@ -3,6 +3,8 @@
 import dataclasses
 import xml.etree.ElementTree as ET
 
+from nova_tlbbalance.shown import shown
+
 # libvirt's memory units, in bytes: the one table (guest_config uses it too).
 UNITS = {
     'b': 1, 'bytes': 1,
@@ -30,8 +32,8 @@ def parse_cpuset(text):
             else:
                 target.add(int(part))
         except ValueError:
-            raise ValueError('bad cpu list %r (at %r)' % (text, part)) \
-                from None
+            raise ValueError('bad cpu list %s (at %s)'
+                             % (shown(text), shown(part))) from None
     return tuple(sorted(cpus - drop))
 
 
@@ -59,11 +61,12 @@ def to_bytes(elem, what, text=None, default_unit='KiB'):
         raise ValueError('%s is missing' % what)
     unit = (elem.get('unit') or default_unit).lower()
     if unit not in UNITS:
-        raise ValueError('%s: unknown unit %r' % (what, elem.get('unit')))
+        raise ValueError('%s: unknown unit %s'
+                         % (what, shown(elem.get('unit'))))
     try:
         return int(text.strip()) * UNITS[unit]
     except ValueError:
-        raise ValueError('%s: %r is not an integer' % (what, text)) \
+        raise ValueError('%s: %s is not an integer' % (what, shown(text))) \
             from None
 
 

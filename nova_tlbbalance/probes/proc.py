@@ -29,15 +29,39 @@ def thp_mode(sys_root='/sys'):
         return ''
 
 
+# libvirt (9.0) names the pid file after the domain name XML-escaped:
+# q'uo"te -> q&apos;uo&quot;te.pid
+_PIDFILE_ESCAPES = (('&', '&amp;'), ('<', '&lt;'), ('>', '&gt;'),
+                    ('"', '&quot;'), ("'", '&apos;'))
+
+
+def pidfile_names(name):
+    """The pid file names libvirt may use for ``name``: XML-escaped (what
+    libvirt writes), then raw if different and free of '&' (a raw name
+    holding '&amp;' could be another domain's escaped file name)."""
+    esc = name
+    for ch, ent in _PIDFILE_ESCAPES:
+        esc = esc.replace(ch, ent)
+    raw = [name + '.pid'] if esc != name and '&' not in name else []
+    return [esc + '.pid'] + raw
+
+
 def qemu_pid(name, run_dir='/run/libvirt/qemu'):
     """The QEMU pid libvirt recorded for domain ``name``."""
-    path = os.path.join(run_dir, name + '.pid')
+    for fname in pidfile_names(name):
+        path = os.path.join(run_dir, fname)
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            break
+        except FileNotFoundError:
+            continue
+    else:
+        raise LookupError('domain %r: no pid file %s in %s'
+                          % (name, ' nor '.join(pidfile_names(name)),
+                             run_dir)) from None
     try:
-        with open(path) as f:
-            return int(f.read().strip())
-    except FileNotFoundError:
-        raise LookupError('domain %r: no pid file %s' % (name, path)) \
-            from None
+        return int(text)
     except ValueError:
         raise LookupError('domain %r: pid file %s is not a number'
                           % (name, path)) from None

@@ -3,9 +3,27 @@
 DEFAULT_MIN_COVERAGE = 0.95
 
 
-def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True):
+def coverage_causes(rep, pol, host):
+    """What explains a VM's low huge-page coverage, as far as the host
+    facts (``host``, from vmreport.host_facts) and its XML tell."""
+    out = []
+    if pol['backing'] != 'thp':
+        return out
+    if host and host.get('thp') == 'never':
+        out.append('host transparent huge pages are off '
+                   '(/sys/kernel/mm/transparent_hugepage/enabled: never)')
+    if 'immediate' not in rep.get('backing', ''):
+        out.append("guest RAM is allocated on demand (no <allocation "
+                   "mode='immediate'/>): only what the guest touched is "
+                   "backed")
+    return out
+
+
+def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
+            host=None):
     """[reason] why the VM in report ``rep`` is not as its policy asks;
-    [] when it is, or when it is not managed by tlbbalance at all."""
+    [] when it is, or when it is not managed by tlbbalance at all.
+    ``host``: the host facts, to name the cause of low coverage."""
     pol = rep.get('policy')
     if not rep.get('managed') or pol is None:
         return []
@@ -24,11 +42,13 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True):
                            % (r['block'], r['gpa'], r['gpa2hva'], r['hva']))
         cov = rep.get('coverage')
         if cov is not None and cov['coverage'] < min_coverage:
+            causes = coverage_causes(rep, pol, host)
             out.append('under-covered: %.1f %% of guest RAM is on huge pages '
-                       '(%s), below %.1f %%'
+                       '(%s), below %.1f %%%s'
                        % (100 * cov['coverage'],
                           'AnonHugePages' if pol['backing'] == 'thp'
-                          else 'hugetlb', 100 * min_coverage))
+                          else 'hugetlb', 100 * min_coverage,
+                          ''.join('; ' + c for c in causes)))
         if pol['backing'] == 'hugetlbfs' and \
                 not rep.get('backing', '').startswith('hugetlbfs'):
             out.append('backing=hugetlbfs asked, domain is backed by %s'

@@ -1,4 +1,10 @@
-"""One real libvirtd for the whole integration session (root, this host)."""
+"""One real libvirtd for the whole integration session (root, this host).
+
+It runs in a private mount namespace (tools/libvirthost.py): its hook is
+installed in the namespace's own /etc/libvirt, so an installed host hook
+and a libvirtd already running on the host are left alone. The CLI runs
+inside the namespace too, as an operator on that host would run it.
+"""
 
 import json
 import os
@@ -8,25 +14,45 @@ import time
 
 import pytest
 
-from . import libvirt_host
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'tools'))
+
+import libvirthost  # noqa: E402
 
 HOOK_TIMEOUT = 5.0
 HUGEPAGES = 80          # 2 MiB pages in the host pool during the session
+_SESSION = {}
+
+
+def new_host(work, **kw):
+    """A LibvirtHost with the session's capability cache."""
+    kw.setdefault('cache_dir', libvirthost.CAPS_CACHE)
+    return libvirthost.LibvirtHost(str(work), **kw)
 
 
 @pytest.fixture(scope='session')
 def host(tmp_path_factory):
     work = str(tmp_path_factory.mktemp('libvirt'))
     log = os.path.join(work, 'hook.jsonl')
-    h = libvirt_host.LibvirtHost(
+    h = new_host(
         work, hook=True, hugepages=HUGEPAGES,
         hook_settings={'log_file': log, 'timeout': HOOK_TIMEOUT,
                        'syslog': '', 'state_dir': os.path.join(work, 'st')})
     h.hook_log = log
     with h:
-        print('\nlibvirtd ready in %.1f s (hook installed at %s)'
-              % (h.start_seconds, libvirt_host.HOOK_DEST))
+        print('\nlibvirtd ready in %.1f s (private mount namespace, hook '
+              'installed at %s)' % (h.start_seconds, h.hook_path))
+        _SESSION['host'] = h
         yield h
+        _SESSION.clear()
+
+
+def cli_argv(*args):
+    """argv of the real ``tlbbalance`` CLI inside the session's
+    namespace."""
+    return _SESSION['host'].ns_prefix() + [
+        sys.executable, '-m', 'nova_tlbbalance'] + list(args)
 
 
 def hook_records(host, domain):
@@ -51,8 +77,7 @@ def wait_hook(host, domain, phase, timeout=10):
 
 def cli(*args, check=None):
     """Run the real ``tlbbalance`` CLI; (rc, stdout, stderr)."""
-    p = subprocess.run([sys.executable, '-m', 'nova_tlbbalance'] +
-                       list(args), capture_output=True, text=True,
+    p = subprocess.run(cli_argv(*args), capture_output=True, text=True,
                        timeout=120)
     if check is not None and p.returncode != check:
         raise AssertionError('tlbbalance %s: rc %d, expected %d\n%s\n%s'

@@ -9,6 +9,8 @@ absent) and tests/e2e against the real module inside a booted kernel.
 import io
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +18,7 @@ import time
 import pytest
 
 from nova_tlbbalance.hook import install
+from nova_tlbbalance.hook import log
 from nova_tlbbalance.hook import main as hook_main
 from nova_tlbbalance.hook import phases
 from nova_tlbbalance import module_defs
@@ -280,3 +283,108 @@ def test_installed_hook_without_package_never_blocks(tmp_path):
     p = subprocess.run([dest, 'vm1', 'restore', 'begin', '-'],
                        input=domain(), capture_output=True, env=env)
     assert (p.returncode, p.stdout) == (0, domain())
+
+
+LEVELS = {3: 'err', 4: 'warning', 6: 'info', 7: 'debug'}
+
+
+@pytest.fixture
+def syslog(fake, monkeypatch):
+    """A real datagram socket standing in for /dev/log; returns a function
+    giving [(level, message)] received so far."""
+    path = str(fake.tmp / 'log.sock')
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.setblocking(False)
+    monkeypatch.setenv('TLBB_SYSLOG', path)
+
+    def received():
+        out = []
+        while True:
+            try:
+                data = s.recv(1 << 21)
+            except BlockingIOError:
+                return out
+            m = re.match(rb'<(\d+)>tlbbalance-hook\[\d+\]: (.*)$', data,
+                         re.S)
+            assert m, data[:200]
+            pri = int(m.group(1))
+            assert pri >> 3 == 3, pri               # facility daemon
+            out.append((LEVELS[pri & 7], m.group(2).decode()))
+    yield received
+    s.close()
+
+
+def summaries(received):
+    return [(lvl, log.parse_summary(msg)) for lvl, msg in received
+            if msg.startswith('domain=')]
+
+
+def test_registration_failure_is_warning_or_err(fake, syslog):
+    """Issue 11 item 6: a refused registration is not 'info'."""
+    d = load_module(fake)
+    (d / 'ranges').unlink()
+    (d / 'ranges').mkdir()                         # write() -> EISDIR
+    assert run('started', domain())[0] == 0
+    assert run('started', domain(strict='true'))[0] == 1
+    assert run('started', domain().replace(b'"balance"', b'"turbo"'))[0] == 0
+    got = summaries(syslog())
+    print(got)
+    assert [(lvl, s['phase'], s['rc']) for lvl, s in got] == [
+        ('warning', 'started', '0'), ('err', 'started', '1'),
+        ('warning', 'started', '0')]
+    assert got[0][1]['result'].startswith('failed: ')
+    assert 'EISDIR' in got[0][1]['result']
+    assert got[2][1]['result'].startswith('bad policy: ')
+    # a phase that did its work stays info
+    (d / 'ranges').rmdir()
+    (d / 'ranges').write_text('')
+    assert run('started', domain())[0] == 0
+    assert summaries(syslog())[0][0] == 'info'
+
+
+def test_huge_bad_value_is_bounded(fake, syslog):
+    """Issue 11 item 7: a 1 MiB invalid attribute gives a short record
+    (and the syslog line is sent, not lost)."""
+    big = 'x' * (1 << 20)
+    bad = domain().replace(b'mode="balance"', b'mode="%s"' % big.encode())
+    assert run('prepare', bad)[0] == 0
+    got = syslog()
+    assert len(got) == 1, [(lvl, len(m)) for lvl, m in got]
+    lvl, msg = got[0]
+    print(msg)
+    assert lvl == 'warning' and len(msg) < 1000
+    s = log.parse_summary(msg)
+    assert s['result'].startswith(
+        "bad policy: domain 'vm1': <tlbbalance:policy> attribute "
+        "tlbbalance:mode: invalid value 'xxxx")
+    assert '... (1048576 characters)' in s['result']
+    rec = fake.records()[-1]
+    assert len(json.dumps(rec)) < 1000 and rec['result'] == s['result']
+
+
+def test_summary_line_is_quoted(fake, syslog):
+    """Issue 11 item 8: values with spaces, quotes, '=' read back as one
+    field each."""
+    name = 'my vm x=1 "q" \\ end'
+    write('%s/%s.pid' % (os.environ['TLBB_LIBVIRT_RUN'],
+                         name.replace('"', '&quot;')), str(PID))
+    xml = domain().replace(b'<name>vm1</name>',
+                           b'<name>my vm x=1 &quot;q&quot; \\ end</name>')
+    rc = hook_main.main([name, 'started', 'begin', '-'], io.BytesIO(xml),
+                        io.BytesIO())
+    assert rc == 0
+    (lvl, s), = summaries(syslog())
+    print(s)
+    assert s['domain'] == name
+    assert s['phase'] == 'started' and s['sub'] == 'begin'
+    assert s['result'] == 'module absent: not registered'
+    assert s['pid'] == str(PID) and s['strict'] == 'False'
+    assert set(s) == {'domain', 'phase', 'sub', 'rc', 'strict', 'mode',
+                      'result', 'elapsed_ms', 'pid', 'vcpus', 'ranges',
+                      'work_ms'}
+    # the format itself: bare when safe, a JSON string otherwise
+    assert log.format_summary({'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny',
+                               'time': 1}) == 'a="b c" d=e f="" g="x\\ny"'
+    assert log.parse_summary('a="b c" d=e f="" g="x\\ny"') == {
+        'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny'}

@@ -8,6 +8,7 @@ tests/e2e inside a booted Debian kernel.
 
 import errno
 import os
+import re
 
 import pytest
 
@@ -121,3 +122,80 @@ def test_stop_status_unregister(tmp_path):
     assert c.unregister('empty') is False
     with pytest.raises(modclient.ModuleError, match='rmdir'):
         c.unregister('vm1')      # a plain dir with files: ENOTEMPTY
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def module_source(name):
+    with open(os.path.join(REPO, 'kernel-module', name)) as f:
+        return f.read()
+
+
+def fake_vcpu_tids_store(tmp_path, monkeypatch):
+    """The module's vcpu_tids store, modelled on tlbb_vm_vcpu_tids_store()
+    (a plain file cannot refuse a long write nor append on '+'): a write of
+    store_max() bytes or more is refused with ERANGE, a leading '+'
+    appends, anything else replaces. Returns (tid list, writes seen)."""
+    state = {'tids': [], 'writes': []}
+    real = modclient.Client._write
+
+    def write(self, path, value):
+        if not path.endswith('/vcpu_tids'):
+            return real(self, path, value)
+        state['writes'].append(value)
+        if len(value.encode()) >= modclient.store_max():
+            raise modclient.ModuleError(path, errno.ERANGE, value)
+        append = value.startswith('+')
+        tids = [int(t) for t in value.lstrip('+').split()]
+        state['tids'] = (state['tids'] if append else []) + tids
+    monkeypatch.setattr(modclient.Client, '_write', write)
+    return state
+
+
+def test_many_vcpus_register_by_appends(tmp_path, monkeypatch):
+    """1024 seven-digit tids are ~8 KiB: more than one store."""
+    state = fake_vcpu_tids_store(tmp_path, monkeypatch)
+    c = modclient.Client(str(fake_tree(tmp_path)))
+    tids = [4000000 + 3 * i for i in range(modclient.MAX_TIDS)]
+    c.register('vm1', 1234, tids, [(0x200000, 0x200000, 0)])
+    assert state['tids'] == tids
+    w = state['writes']
+    print('%d tids in %d writes of %s bytes'
+          % (len(tids), len(w), [len(x) for x in w]))
+    assert len(w) >= 2
+    assert not w[0].startswith('+')
+    assert all(x.startswith('+') for x in w[1:])
+    assert all(len(x) < modclient.store_max() for x in w)
+    # a later short registration replaces the list (first write has no +)
+    c.register('vm1', 1234, [7, 8], [(0x200000, 0x200000, 0)])
+    assert state['tids'] == [7, 8]
+
+
+def test_tid_writes_bounds():
+    assert modclient.tid_writes([1, 2, 3], 6) == ['1 2 3']
+    assert modclient.tid_writes([1, 2, 3], 5) == ['1 2', '+3']
+    assert modclient.tid_writes([12345, 1], 7) == ['12345', '+1']
+    assert modclient.tid_writes([]) == ['']
+    for limit in (8, 9, 10, 64):
+        tids = list(range(1, 300))
+        ws = modclient.tid_writes(tids, limit)
+        assert all(len(x) < limit for x in ws), (limit, ws)
+        got = [int(t) for x in ws for t in x.lstrip('+').split()]
+        assert got == tids
+
+
+def test_limits_match_module_source():
+    """modclient's limits are the module's (kernel-module/ is the source)."""
+    h = module_source('tlbb.h')
+    assert re.search(r'#define TLBB_MAX_VCPUS\s+%d\b' % modclient.MAX_TIDS,
+                     h)
+    assert re.search(r'#define TLBB_MAX_RANGES\s+%d\b'
+                     % modclient.MAX_RANGES, h)
+    c = module_source('tlbb_configfs.c')
+    assert re.search(r'#define TLBB_STORE_MAX\s+\(PAGE_SIZE - 1\)', c)
+    assert 'if (len >= TLBB_STORE_MAX)' in c
+    assert modclient.store_max() == os.sysconf('SC_PAGE_SIZE') - 1
+    # the append form store_max() is written for
+    assert "if (*p == '+') {" in c and 'append = true;' in c

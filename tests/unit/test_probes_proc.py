@@ -49,6 +49,30 @@ def test_vcpu_threads_and_pid(tmp_path):
         raise AssertionError('no LookupError')
 
 
+def test_pid_file_of_an_escaped_name(tmp_path):
+    """libvirt 9.0 writes the pid file of q'uo"te <a&b> as
+    q&apos;uo&quot;te &lt;a&amp;b&gt;.pid (seen with a real libvirtd:
+    tests/integration test_special_name_registered)."""
+    run = str(tmp_path)
+    name = 'q\'uo"te <a&b>'
+    write(run + '/q&apos;uo&quot;te &lt;a&amp;b&gt;.pid', '77')
+    assert proc.qemu_pid(name, run) == 77
+    # another domain whose raw name is that escaped text: its own file
+    write(run + '/a&amp;b.pid', '1')           # the pid file of 'a&b'
+    try:
+        proc.qemu_pid('a&amp;b', run)
+    except LookupError as exc:
+        assert 'a&amp;amp;b.pid' in str(exc)
+    else:
+        raise AssertionError("'a&amp;b' took the pid of 'a&b'")
+    write(run + '/a&amp;amp;b.pid', '2')
+    assert proc.qemu_pid('a&amp;b', run) == 2
+    assert proc.qemu_pid('a&b', run) == 1
+    # a libvirt that writes raw names (no '&' in the name: no ambiguity)
+    write(run + '/sp ace "q".pid', '3')
+    assert proc.qemu_pid('sp ace "q"', run) == 3
+
+
 def test_smaps_coverage(tmp_path):
     write(str(tmp_path / '7/smaps'), SMAPS)
     res = proc.smaps_huge(7, [(0x7f0000000000, 128 << 20),

@@ -132,3 +132,26 @@ def test_exporter_uses_stat_names_from_def():
         if not ln.startswith('#'):
             assert ln.split('{')[0].split(' ')[0] in declared, ln
     assert exporter._labels({'vm': 'a"b\\c'}) == '{vm="a\\"b\\\\c"}'
+
+
+def test_undercovered_names_the_cause():
+    """Host THP `never` (issue 11 item 9): the reason says so, not only a
+    figure; likewise on-demand allocation."""
+    low = copy.deepcopy(GOOD)
+    low['coverage']['coverage'] = 0.0
+    never = dict(HOST, thp='never')
+    why = verdict.reasons(low, host=never)
+    assert why == ['under-covered: 0.0 % of guest RAM is on huge pages '
+                   '(AnonHugePages), below 95.0 %; host transparent huge '
+                   'pages are off (/sys/kernel/mm/transparent_hugepage/'
+                   'enabled: never)'], why
+    low['backing'] = 'anonymous'
+    why = verdict.reasons(low, host=HOST)
+    assert why[0].endswith("; guest RAM is allocated on demand (no "
+                           "<allocation mode='immediate'/>): only what the "
+                           "guest touched is backed"), why
+    # hugetlbfs backing: neither THP nor allocation is the cause
+    huge = copy.deepcopy(low)
+    huge['policy']['backing'] = 'hugetlbfs'
+    huge['backing'] = 'hugetlbfs 2048K'
+    assert verdict.coverage_causes(huge, huge['policy'], never) == []

@@ -6,18 +6,19 @@ import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-if TOP not in sys.path:
-    sys.path.insert(0, TOP)
+for _p in (TOP, os.path.join(TOP, 'tools')):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
+import libvirthost  # noqa: E402,F401
 from nova_tlbbalance import guest_config  # noqa: E402
 from nova_tlbbalance.policy import Policy  # noqa: E402
-from tests.integration import libvirt_host  # noqa: E402,F401
 
 
 def tagged_xml(name, memory_mib, mode='monitor'):
     """What the driver plugin would define: plain TCG guest + its XML code."""
     ncpu = os.cpu_count()
-    plain = libvirt_host.plain_domain(
+    plain = libvirthost.plain_domain(
         name, memory_mib=memory_mib, vcpus=2,
         pins={0: '0', 1: str(min(1, ncpu - 1))})
     pol = Policy.from_extra_specs({'tlbbalance:mode': mode,

@@ -9,7 +9,8 @@ XML from the driver plugin's code) is started and destroyed each time.
 Also prints the hook's own per-phase times from its log, and the cost of
 the hook process for an untagged domain (its fast path).
 
-Run as root, with no other libvirtd running:
+Run as root (its libvirtd runs in a private mount namespace, beside
+any other):
     python3 tools/bench/hook_start_time.py [--runs 5] [--rounds 2]
 """
 
@@ -23,7 +24,7 @@ import tempfile
 import time
 
 import _common
-from _common import libvirt_host
+from _common import libvirthost
 
 
 def start_stop(host, name, runs):
@@ -62,10 +63,11 @@ def main():
     res = {'with hook': [], 'without hook': []}
     for rnd in range(args.rounds):
         for mode in ('with hook', 'without hook'):
-            h = libvirt_host.LibvirtHost(
+            h = libvirthost.LibvirtHost(
                 os.path.join(work, '%s-%d' % (mode.split()[0], rnd)),
                 hook=(mode == 'with hook'),
-                hook_settings={'log_file': log, 'syslog': ''})
+                hook_settings={'log_file': log, 'syslog': ''},
+                cache_dir=libvirthost.CAPS_CACHE)
             with h:
                 h.define(xml, name)
                 h.virsh('start', name)          # warm-up, not counted
@@ -79,7 +81,7 @@ def main():
     from nova_tlbbalance.hook import install
     install.install(inst, sys.executable, {'syslog': '',
                                            'log_file': os.devnull})
-    untagged = libvirt_host.plain_domain('bench', 64).encode()
+    untagged = libvirthost.plain_domain('bench', 64).encode()
     tagged = _common.tagged_xml('bench', 64).encode()
     t_untagged = hook_process_times(sys.executable, inst, untagged)
     t_tagged = hook_process_times(sys.executable, inst, tagged)

@@ -9,7 +9,8 @@ installed. Times the real CLI (`python -m nova_tlbbalance status --json`),
 with the QEMU monitor queries (gpa2hva per RAM range, query-stats) and
 without them (--no-monitor), and `verify`.
 
-Run as root, with no other libvirtd running:
+Run as root (its libvirtd runs in a private mount namespace, beside
+any other):
     python3 tools/bench/status_50_vms.py [--vms 50] [--runs 5]
 """
 
@@ -21,7 +22,7 @@ import tempfile
 import time
 
 import _common
-from _common import libvirt_host
+from _common import libvirthost
 
 
 def timed(cmd, runs):
@@ -42,10 +43,12 @@ def main():
     ap.add_argument('--memory-mib', type=int, default=32)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix='tlbb-bench-status-')
-    h = libvirt_host.LibvirtHost(work, hook=True,
-                                 hook_settings={'syslog': ''})
-    cli = [sys.executable, '-m', 'nova_tlbbalance']
+    h = libvirthost.LibvirtHost(work, hook=True,
+                                hook_settings={'syslog': ''},
+                                cache_dir=libvirthost.CAPS_CACHE)
     with h:
+        # the CLI runs beside that libvirtd, inside its namespace
+        cli = h.ns_prefix() + [sys.executable, '-m', 'nova_tlbbalance']
         t0 = time.monotonic()
         for i in range(args.vms):
             name = 'tlbbench-%02d' % i
