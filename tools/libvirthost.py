@@ -30,9 +30,11 @@ never touched:
 - the private qemu.conf runs QEMU as root (see :meth:`_make_dirs`);
 - ``hugepages=N`` mounts a hugetlbfs at ``/var/lib/libvirt/hugepages``
   inside the namespace (``hugetlbfs_mount`` in the private qemu.conf) and
-  sets the global ``vm.nr_hugepages`` to N; :meth:`stop` writes back the
-  exact value found at start (unless another writer changed the pool in
-  between: then theirs is left, with a note on stderr).
+  adds N pages to the global ``vm.nr_hugepages`` (added, not set: another
+  user of the pool, e.g. a cloud on the same machine, keeps its pages);
+  :meth:`stop` writes back the exact value found at start. If another
+  writer changed the pool in between, it takes back only the pages it
+  added and keeps their change (a note on stderr).
 
 Public API:
 
@@ -287,7 +289,7 @@ class LibvirtHost:
         with open(NR_HUGEPAGES) as f:
             self._old_nr = int(f.read())
         with open(NR_HUGEPAGES, 'w') as f:
-            f.write(str(self.hugepages))
+            f.write(str(self._old_nr + self.hugepages))
         with open(NR_HUGEPAGES) as f:
             self._set_nr = int(f.read())    # the kernel may give fewer
 
@@ -453,22 +455,25 @@ class LibvirtHost:
     def _restore_nr(self):
         with open(NR_HUGEPAGES) as f:
             now = int(f.read())
+        want = self._old_nr
+        if self._set_nr is None:
+            self._old_nr = None     # the write at start failed: no change
+            return
         if now != self._set_nr:
             # another writer (a cloud, another test) changed the global
-            # pool since: theirs stands, writing ours back would break it
+            # pool since: take back only what we added, keep their change
+            want = max(0, now - (self._set_nr - self._old_nr))
             sys.stderr.write('libvirthost: vm.nr_hugepages is %d, not the '
-                             '%d set at start: left as is (was %d before)\n'
-                             % (now, self._set_nr, self._old_nr))
-            self._old_nr = None
-            return
+                             '%d set at start (%d before): writing %d\n'
+                             % (now, self._set_nr, self._old_nr, want))
         with open(NR_HUGEPAGES, 'w') as f:
-            f.write(str(self._old_nr))
+            f.write(str(want))
         with open(NR_HUGEPAGES) as f:
             now = int(f.read())
-        if now != self._old_nr:
+        self._old_nr = self._set_nr = None
+        if now != want:
             raise RuntimeError('vm.nr_hugepages is %d, could not restore %d'
-                               % (now, self._old_nr))
-        self._old_nr = None
+                               % (now, want))
 
     def __enter__(self):
         return self.start()

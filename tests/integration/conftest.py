@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(REPO, 'tools'))
 import libvirthost  # noqa: E402
 
 HOOK_TIMEOUT = 5.0
-HUGEPAGES = 80          # 2 MiB pages in the host pool during the session
+HUGEPAGES = 80          # 2 MiB pages added to the host pool for the session
 _SESSION = {}
 
 

@@ -87,7 +87,7 @@ def test_stop_after_libvirtd_killed(host, host_hook, snapshot, tmp_path):
     """Second libvirtd with the hook, a domain, a spawned process group
     that ignores SIGTERM; libvirtd then dies by SIGKILL; stop() cleans."""
     h = new_host(tmp_path / 'lv', hook=True,
-                 hugepages=nr_hugepages() + 2,
+                 hugepages=2,
                  hook_settings={'syslog': ''})
     h.term_wait = 3
     pids = []
@@ -152,7 +152,7 @@ def test_stop_after_failed_start(host_hook, snapshot, tmp_path,
     monkeypatch.setattr(libvirthost.LibvirtHost, '_start_daemon',
                         fail_libvirtd)
     h = new_host(tmp_path / 'lv', hook=True,
-                 hugepages=nr_hugepages() + 2)
+                 hugepages=2)
     with pytest.raises(RuntimeError, match='injected failure'):
         with h:
             pass
