@@ -4,15 +4,11 @@
  * page-size-split TLB walk event, chosen by CPU model. Counting on the vCPU
  * threads measures both translation stages together (domain.md).
  *
- * Events (raw encodings, event | umask << 8 on x86):
- *   Intel Skylake .. Ice Lake: DTLB load walks 0x08, store walks 0x49, ITLB
- *     walks 0x85; umask 0x02 = 4K (small), 0x0c = 2M/4M + 1G (huge).
- *   Intel Sapphire/Emerald Rapids: loads 0x12, stores 0x13, ITLB 0x11.
- *   AMD Zen (family 17h..1Ah): L1 DTLB miss 0x45, umask 0x11 = 4K (L2 hit
- *     or miss), 0xcc = 2M + 1G. Data side only.
- *   Arm (arm64): DTLB_WALK_PAGE 0x818a / ITLB_WALK_PAGE 0x818b (small),
- *     DTLB_WALK_BLOCK 0x8188 / ITLB_WALK_BLOCK 0x8189 (huge); whether a core
- *     has them is learnt by creating the counters.
+ * Events and the CPUs they are used on: core/tlbb_pmu_events.def (Intel
+ * Haswell .. Granite Rapids, AMD Zen 1..5, Arm DTLB/ITLB_WALK_BLOCK/PAGE),
+ * checked against the kernel's perf event database by
+ * tools/kernels/check-pmu-events.py; the CPU matching is core/tlbb_pmu_table.c
+ * (unit-tested in userspace).
  * Anything else, or a PMU refusing an event (no PMU at all under QEMU TCG:
  * -ENOENT), leaves the backend "unavailable: <reason>".
  */
@@ -22,18 +18,7 @@
 #include <linux/slab.h>
 
 #include "tlbb.h"
-
-struct tlbb_pmu_event {
-	u64 config;
-	bool huge;
-	const char *name;
-};
-
-struct tlbb_pmu_model {
-	const char *name;
-	const struct tlbb_pmu_event *ev;
-	unsigned int nr;
-};
+#include "core/tlbb_pmu_table.h"
 
 struct tlbb_pmu_priv {
 	const struct tlbb_pmu_model *model;
@@ -45,85 +30,39 @@ struct tlbb_pmu_priv {
 #ifdef CONFIG_X86
 #include <asm/processor.h>
 
-static const struct tlbb_pmu_event tlbb_ev_skl[] = {
-	{ 0x0208, false, "dtlb_load_misses.walk_completed_4k" },
-	{ 0x0c08, true, "dtlb_load_misses.walk_completed_2m_4m_1g" },
-	{ 0x0249, false, "dtlb_store_misses.walk_completed_4k" },
-	{ 0x0c49, true, "dtlb_store_misses.walk_completed_2m_4m_1g" },
-	{ 0x0285, false, "itlb_misses.walk_completed_4k" },
-	{ 0x0c85, true, "itlb_misses.walk_completed_2m_4m_1g" },
-};
-
-static const struct tlbb_pmu_event tlbb_ev_spr[] = {
-	{ 0x0212, false, "dtlb_load_misses.walk_completed_4k" },
-	{ 0x0c12, true, "dtlb_load_misses.walk_completed_2m_4m_1g" },
-	{ 0x0213, false, "dtlb_store_misses.walk_completed_4k" },
-	{ 0x0c13, true, "dtlb_store_misses.walk_completed_2m_4m_1g" },
-	{ 0x0211, false, "itlb_misses.walk_completed_4k" },
-	{ 0x0c11, true, "itlb_misses.walk_completed_2m_4m_1g" },
-};
-
-static const struct tlbb_pmu_event tlbb_ev_zen[] = {
-	{ 0x1145, false, "ls_l1_d_tlb_miss.4k" },
-	{ 0xcc45, true, "ls_l1_d_tlb_miss.2m_1g" },
-};
-
-static const struct tlbb_pmu_model tlbb_models[] = {
-	{ "intel-skl-icl", tlbb_ev_skl, ARRAY_SIZE(tlbb_ev_skl) },
-	{ "intel-spr", tlbb_ev_spr, ARRAY_SIZE(tlbb_ev_spr) },
-	{ "amd-zen", tlbb_ev_zen, ARRAY_SIZE(tlbb_ev_zen) },
-};
-
-/* Intel family 6 models: Skylake .. Ice Lake client and server. */
-static const u8 tlbb_intel_skl_icl[] = {
-	0x4e, 0x5e, 0x55, 0x8e, 0x9e, 0xa5, 0xa6,	/* SKL..CML */
-	0x66, 0x7d, 0x7e, 0x6a, 0x6c, 0x8c, 0x8d,	/* CNL/ICL/ICX/TGL */
-};
-
-static const struct tlbb_pmu_model *tlbb_pmu_model(char *why, size_t len)
+static void tlbb_cpu_id(struct tlbb_cpu_id *id)
 {
 	const struct cpuinfo_x86 *c = &boot_cpu_data;
-	unsigned int i;
 
-	if (c->x86_vendor == X86_VENDOR_INTEL && c->x86 == 6) {
-		for (i = 0; i < ARRAY_SIZE(tlbb_intel_skl_icl); i++)
-			if (c->x86_model == tlbb_intel_skl_icl[i])
-				return &tlbb_models[0];
-		if (c->x86_model == 0x8f || c->x86_model == 0xcf)
-			return &tlbb_models[1];
-	}
-	if ((c->x86_vendor == X86_VENDOR_AMD ||
-	     c->x86_vendor == X86_VENDOR_HYGON) && c->x86 >= 0x17)
-		return &tlbb_models[2];
-	snprintf(why, len,
-		 "unavailable: no size-split TLB walk events known for CPU vendor %u family 0x%x model 0x%x",
-		 c->x86_vendor, c->x86, c->x86_model);
-	return NULL;
+	id->arch = TLBB_CPU_X86;
+	id->vendor = c->x86_vendor == X86_VENDOR_INTEL ? TLBB_VENDOR_INTEL :
+		     c->x86_vendor == X86_VENDOR_AMD ? TLBB_VENDOR_AMD :
+		     TLBB_VENDOR_UNKNOWN;
+	id->family = c->x86;
+	id->model = c->x86_model;
 }
 #elif defined(CONFIG_ARM64)
-static const struct tlbb_pmu_event tlbb_ev_arm[] = {
-	{ 0x818a, false, "dtlb_walk_page" },
-	{ 0x8188, true, "dtlb_walk_block" },
-	{ 0x818b, false, "itlb_walk_page" },
-	{ 0x8189, true, "itlb_walk_block" },
-};
+#include <asm/cputype.h>
 
-static const struct tlbb_pmu_model tlbb_arm = {
-	"arm-walk-block-page", tlbb_ev_arm, ARRAY_SIZE(tlbb_ev_arm)
-};
-
-static const struct tlbb_pmu_model *tlbb_pmu_model(char *why, size_t len)
+static void tlbb_cpu_id(struct tlbb_cpu_id *id)
 {
-	return &tlbb_arm;
+	id->arch = TLBB_CPU_ARM64;
+	id->midr = read_cpuid_id();
 }
 #else
-static const struct tlbb_pmu_model *tlbb_pmu_model(char *why, size_t len)
+static void tlbb_cpu_id(struct tlbb_cpu_id *id)
 {
-	snprintf(why, len,
-		 "unavailable: no size-split TLB walk events known for this architecture");
-	return NULL;
+	id->arch = TLBB_CPU_OTHER;
 }
 #endif
+
+static const struct tlbb_pmu_model *tlbb_pmu_model(char *why, size_t len)
+{
+	struct tlbb_cpu_id id = {};
+
+	tlbb_cpu_id(&id);
+	return tlbb_pmu_model_for(&id, why, len);
+}
 
 static void tlbb_pmu_free(struct tlbb_pmu_priv *p)
 {
@@ -188,8 +127,8 @@ static int tlbb_pmu_start(struct tlbb_vm *vm)
 				ret = PTR_ERR(ev);
 				snprintf(vm->backend_desc,
 					 sizeof(vm->backend_desc),
-					 "unavailable: PMU refused %s (0x%llx): %d",
-					 m->ev[e].name, m->ev[e].config, ret);
+					 "unavailable: PMU refused 0x%llx (%s): %d",
+					 m->ev[e].config, m->ev[e].name, ret);
 				put_task_struct(t);
 				goto err;
 			}

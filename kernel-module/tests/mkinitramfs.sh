@@ -19,7 +19,11 @@ ko=${4:-}
 
 die() { echo "mkinitramfs.sh: $*" >&2; exit 1; }
 
-busybox=$(command -v busybox) || die "busybox not found (apt-get install busybox-static)"
+# The kernel's own architecture's busybox when fetch.sh put one beside it
+# (arm64), else the host's.
+busybox=$kdir/busybox
+[ -x "$busybox" ] ||
+	busybox=$(command -v busybox) || die "busybox not found (apt-get install busybox-static)"
 ! ldd "$busybox" >/dev/null 2>&1 ||
 	die "$busybox is not static (apt-get install busybox-static)"
 mods=$kdir/modules
@@ -56,7 +60,10 @@ add_module() {	# name as in modules.dep without .ko*, e.g. kvm-amd
 	order+=("$name.ko")
 }
 add_module configfs
-add_module kvm-amd
+# x86: KVM is a module (AMD SVM, emulated by TCG); arm64 has it built in.
+if [ "$(cat "$kdir/arch" 2>/dev/null || echo amd64)" = amd64 ]; then
+	add_module kvm-amd
+fi
 for m in "${order[@]}"; do echo "$m"; done >"$root/modules/order"
 if [ -n "$ko" ]; then
 	cp "$ko" "$root/modules/tlbbalance.ko"
@@ -67,4 +74,8 @@ cp -a "$tests"/. "$root/tests/"
 # The test launcher (tlbb-run.c), built static by run-kernels.sh.
 [ -x "$tests/.tlbb-run" ] || die "no $tests/.tlbb-run (run-kernels.sh builds it)"
 mv "$root/tests/.tlbb-run" "$root/bin/tlbb-run"
+# arm64: the semihosting exit (tlbb-exit.c) guest-init.sh ends QEMU with.
+if [ -f "$tests/.tlbb-exit" ]; then
+	mv "$root/tests/.tlbb-exit" "$root/bin/tlbb-exit"
+fi
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$out"

@@ -12,11 +12,19 @@
 #
 # Environment:
 #   TLBB_KERNELS        kernel lines to test (default "6.1 6.12")
+#   TLBB_ARCH           amd64 (default) or arm64: Debian's arm64 kernels,
+#                       the module and tests cross-built with
+#                       aarch64-linux-gnu-gcc, booted with
+#                       qemu-system-aarch64 -M virt,virtualization=on (TCG);
+#                       tests whose source says "tlbb-test-arch: x86_64"
+#                       are skipped there with their reason
 #   TLBB_TESTS          only these tests, e.g. "t_kvm_stage2" (default all)
 #   TLBB_TEST_TIMEOUT   seconds per test unless the source says
 #                       "tlbb-test-timeout: N" (default 240)
 #   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480)
-#   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2)
+#   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2;
+#                       a topology works too: 4,sockets=1,clusters=2,cores=2)
+#   TLBB_APPEND         more guest kernel command line
 #   TLBB_QEMU_ACCEL     QEMU accelerator (default tcg,thread=single: see below)
 #   TLBB_JOBS=2         test the kernels in parallel (default 1: one QEMU at
 #                       a time; use 2 only on a machine of your own)
@@ -61,7 +69,14 @@ smp=${TLBB_QEMU_SMP:-2}
 accel=${TLBB_QEMU_ACCEL:-tcg,thread=single}
 jobs=${TLBB_JOBS:-1}
 cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
-CC=${CC:-gcc}
+arch=${TLBB_ARCH:-amd64}
+case "$arch" in
+amd64) CC=${CC:-gcc}; kmake=() ;;
+arm64) CC=${CC:-aarch64-linux-gnu-gcc}
+	kmake=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) ;;
+*) echo "run-kernels: TLBB_ARCH must be amd64 or arm64, not '$arch'" >&2
+	exit 2 ;;
+esac
 CFLAGS="-static -O2 -g -Wall -Wextra -Werror -std=gnu11"
 
 say() { echo "run-kernels: $*"; }
@@ -72,12 +87,26 @@ total_pass=0
 total_fail=0
 results=()
 
+# A source marked "tlbb-test-arch: x86_64 (why)" builds and runs on
+# x86_64 only.
+arch_ok() {
+	local want
+	want=$(sed -n 's/.*tlbb-test-arch: *\([a-z0-9_]*\).*/\1/p' "$1" | head -n 1)
+	[ -z "$want" ] || [ "$want" = "$( [ "$arch" = amd64 ] && echo x86_64 || echo aarch64)" ]
+}
+arch_why() {
+	sed -n 's/.*tlbb-test-arch: *\(.*\)$/\1/p' "$1" | head -n 1
+}
+
 # --- in-guest tests: built once, they do not depend on the kernel ---------
 build_tests() {
-	local dir=$out/tests src name t0 ok=0 bad=0
+	local dir=$out/tests src name t0 ok=0 bad=0 libs= lib
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	t0=$(date +%s)
+	for lib in "$here"/lib/*.c; do
+		arch_ok "$lib" && libs="$libs $lib"
+	done
 	for src in "$guest_dir"/t_*.c "$guest_dir"/t_*.sh; do
 		[ -e "$src" ] || continue
 		name=$(basename "$src")
@@ -87,11 +116,15 @@ build_tests() {
 		   ! echo " $TLBB_TESTS " | grep -q " $name "; then
 			continue
 		fi
+		if ! arch_ok "$src"; then
+			say "skip $name on $arch: $(arch_why "$src")"
+			continue
+		fi
 		case "$src" in
 		*.c)
 			# shellcheck disable=SC2086
 			if ! $CC $CFLAGS -I"$here/lib" -I"$kmod/core" \
-				-o "$dir/$name" "$src" "$here"/lib/*.c \
+				-o "$dir/$name" "$src" $libs \
 				>"$dir/$name.build.log" 2>&1; then
 				cat "$dir/$name.build.log"
 				say "not ok - build $name"
@@ -110,6 +143,13 @@ build_tests() {
 	# shellcheck disable=SC2086
 	if ! $CC $CFLAGS -o "$dir/.tlbb-run" "$here/tlbb-run.c"; then
 		say "not ok - build tlbb-run"
+		bad=$((bad + 1))
+	fi
+	# arm64 has no isa-debug-exit: QEMU's semihosting exit instead.
+	# shellcheck disable=SC2086
+	if [ "$arch" = arm64 ] &&
+	   ! $CC $CFLAGS -o "$dir/.tlbb-exit" "$here/tlbb-exit.c"; then
+		say "not ok - build tlbb-exit"
 		bad=$((bad + 1))
 	fi
 	echo "$test_timeout" >"$dir/.default-timeout"	# read by guest-init.sh
@@ -141,7 +181,7 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 	# Same sources, kernel and compiler as an earlier run: reuse its
 	# module and build log (~/.cache/nova-tlbbalance/kmod-builds).
 	local key cached t0
-	key=$( (cat "$dir.tar"; cat "$kdir/abi"; $CC --version) |
+	key=$( (cat "$dir.tar"; cat "$kdir/abi"; $CC --version; echo "${kmake[*]}") |
 		sha256sum | cut -c1-16)
 	rm -f "$dir.tar"
 	cached=$cache/kmod-builds/$(cat "$kdir/abi")/$key
@@ -151,7 +191,7 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 			cp "$cached/build.log" "$log" || return 1
 		say "tlbbalance.ko unchanged since an earlier build: reused ($cached)"
 	elif ! make -C "$dir" -j"$(nproc)" KDIR="$kdir/headers" W=1 \
-		>"$log" 2>&1; then
+		"${kmake[@]}" >"$log" 2>&1; then
 		tail -n 40 "$log"
 		say "not ok - module build failed for $(cat "$kdir/abi") ($log)"
 		return 1
@@ -186,7 +226,7 @@ record() {	# line, passed, failed, note
 run_kernel() {	# line
 	local line=$1 kdir abi dir t0 tb status pass=0 fail=0 summary
 	t0=$(date +%s)
-	kdir=$("$top/tools/kernels/fetch.sh" "$line") || {
+	kdir=$("$top/tools/kernels/fetch.sh" "$line" "$arch") || {
 		say "not ok - fetch kernel $line"
 		record "$line" 0 1 "kernel fetch failed"
 		return
@@ -209,13 +249,26 @@ run_kernel() {	# line
 	fi
 	say "booting $abi under QEMU $accel (-cpu max, $mem, $smp cpus)"
 	tb=$(date +%s)
-	# PVH boot of the ELF vmlinux; the guest ends QEMU via isa-debug-exit.
-	timeout -k 10 "$boot_timeout" qemu-system-x86_64 \
+	local qemu
+	if [ "$arch" = arm64 ]; then
+		# The Image as shipped; the guest ends QEMU via semihosting
+		# (tlbb-exit.c).  virtualization=on: EL2, so KVM works inside.
+		qemu=(qemu-system-aarch64
+			-M virt,virtualization=on,gic-version=3
+			-kernel "$kdir/vmlinuz"
+			-append "console=ttyAMA0 loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"
+			-semihosting-config enable=on,target=native,userspace=on)
+	else
+		# PVH boot of the ELF vmlinux; the guest ends QEMU via
+		# isa-debug-exit.
+		qemu=(qemu-system-x86_64 -kernel "$kdir/vmlinux"
+			-append "console=ttyS0 loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"
+			-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+	fi
+	timeout -k 10 "$boot_timeout" "${qemu[@]}" \
 		-accel "$accel" -cpu max -m "$mem" -smp "$smp" \
-		-kernel "$kdir/vmlinux" -initrd "$dir/initramfs.cpio" \
-		-append "console=ttyS0 loglevel=5 panic=-1 rdinit=/init" \
+		-initrd "$dir/initramfs.cpio" \
 		-display none -monitor none -serial stdio -no-reboot \
-		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-nodefaults </dev/null 2>&1 |
 		tee "$dir/console.log" |
 		if [ -n "${TLBB_VERBOSE:-}" ]; then cat; else
@@ -225,6 +278,9 @@ run_kernel() {	# line
 	status=${PIPESTATUS[0]}
 	rm -f "$dir/initramfs.cpio"
 	say "$line: QEMU ran $(($(date +%s) - tb)) s (boot, tests, power-off)"
+	# The kernel's own time stamp of starting /init (in the dmesg dump).
+	say "$line: booted to /init in $(sed -n 's/^\[ *\([0-9.]*\)\] Run \/init as init process.*/\1/p' \
+		"$dir/console.log" | head -n 1 | grep . || echo '?') s (guest clock)"
 	[ "$status" = 124 ] && say "not ok - $abi: no result within ${boot_timeout}s (hang)"
 	summary=$(python3 "$here/check-log.py" "$dir/console.log" "$line" "$status")
 	# Its own count line is folded into ours below: print the rest.

@@ -76,6 +76,19 @@ def _page_size(dom, pol, config):
     return proc.hpage_pmd_size(config.sys)
 
 
+def scope_problem(scope, allowed, topo):
+    """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
+    'cluster') on the host topology ``topo``, or None when they keep to one.
+    """
+    count = topology.span(allowed, topo)[
+        'dies' if scope == 'die' else 'clusters']
+    if count > 1:
+        return ('tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
+                'which span %d %ss' % (scope, domxml.format_cpuset(allowed),
+                                       count, scope))
+    return None
+
+
 def inspect(dom, pol, config):
     """(pid, vcpu threads, ranges, problems) of the running domain."""
     pid = proc.qemu_pid(dom.name, config.run_dir)
@@ -96,14 +109,10 @@ def inspect(dom, pol, config):
         allowed = set()
         for _, tid, _ in threads:
             allowed.update(proc.affinity(tid))
-        spread = topology.span(allowed, topology.cpu_topology(config.sys))
-        count = spread['dies' if pol.tlbi_scope == 'die' else 'clusters']
-        if count > 1:
-            problems.append(
-                'tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
-                'which span %d %ss' % (pol.tlbi_scope,
-                                       domxml.format_cpuset(allowed), count,
-                                       pol.tlbi_scope))
+        problem = scope_problem(pol.tlbi_scope, allowed,
+                                topology.cpu_topology(config.sys))
+        if problem:
+            problems.append(problem)
     return pid, threads, ranges, problems
 
 

@@ -21,9 +21,15 @@ if [ ! -f "$cp" ]; then
 	mkdir -p "$cache"
 	tmp=$(mktemp -d "$cache/fetch.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
-	echo "checkpatch: fetching linux-source-6.1 (once)" >&2
-	(cd "$tmp" && apt-get download linux-source-6.1 >/dev/null)
-	dpkg-deb --fsys-tarfile "$tmp"/linux-source-6.1_*.deb |
+	# The package fetch-pmu-events.sh keeps, if it is there.
+	deb=$(ls "${cache%/checkpatch}"/pmu-events/debs/linux-source-6.1_*.deb \
+		2>/dev/null | tail -n 1 || true)
+	if [ -z "$deb" ]; then
+		echo "checkpatch: fetching linux-source-6.1 (once)" >&2
+		(cd "$tmp" && apt-get download linux-source-6.1 >/dev/null)
+		deb=$(ls "$tmp"/linux-source-6.1_*.deb)
+	fi
+	dpkg-deb --fsys-tarfile "$deb" |
 		tar -x -C "$tmp" --wildcards '*/linux-source-6.1.tar.xz'
 	tar -xJf "$(find "$tmp" -name linux-source-6.1.tar.xz)" -C "$tmp" \
 		linux-source-6.1/scripts/checkpatch.pl \

@@ -1,22 +1,35 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# fetch.sh <6.1|6.12>: download one of Debian bookworm's x86_64 kernel lines
-# (image with modules, headers, kbuild) with `apt-get download`, unpack it
-# under ~/.cache/nova-tlbbalance/kernels/<abi>/ without installing anything,
+# fetch.sh <6.1|6.12> [amd64|arm64]: download one of Debian bookworm's
+# kernel lines (image with modules, headers, kbuild) for x86_64 (default) or
+# arm64 with `apt-get download`, unpack it under
+# ~/.cache/nova-tlbbalance/kernels/<abi>/ without installing anything,
 # make its headers usable from there and extract the ELF vmlinux for PVH
-# boot.  Prints the cache directory (the only line on stdout).
+# boot (x86_64).  Prints the cache directory (the only line on stdout).
 #
 # The newest package of the line is resolved through apt's meta packages
-# (linux-image-amd64 for 6.1, linux-image-6.12-amd64 for 6.12); what was
+# (linux-image-<arch> for 6.1, linux-image-6.12-<arch> for 6.12); what was
 # used is recorded in <dir>/packages.txt.  Fast and offline when cached.
+#
+# arm64 packages come from a private apt state of arm64 package lists
+# (<base>/apt-arm64/, filled by `apt-get update` with -o options): the
+# host's dpkg architectures are not changed.  The headers are cross-built
+# with: make ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- (Debian's
+# gcc-aarch64-linux-gnu); the host's (amd64) linux-kbuild is used, whose
+# fixdep and modpost run here.  A static arm64 busybox (busybox-static) is
+# unpacked beside the kernel for the test initramfs.
 #
 # Cache layout (stable, other scripts rely on it):
 #   <dir>/abi            the kernel ABI name, e.g. 6.1.0-56-amd64
 #   <dir>/headers        -> headers dir: make -C <dir>/headers M=... modules
 #   <dir>/modules        -> lib/modules/<abi> of the image
-#   <dir>/vmlinux        ELF kernel for QEMU PVH boot (qemu -kernel vmlinux)
-#   <dir>/vmlinuz        the bzImage as shipped
+#   <dir>/arch           amd64 or arm64
+#   <dir>/vmlinux        ELF kernel for QEMU PVH boot (qemu -kernel vmlinux),
+#                        amd64 only
+#   <dir>/vmlinuz        the kernel as shipped (bzImage; arm64: an Image
+#                        qemu-system-aarch64 -kernel boots)
+#   <dir>/busybox        arm64 only: busybox-static for the initramfs
 #   <dir>/config         the kernel's .config
 #   <dir>/packages.txt   package=version lines of what was downloaded
 #   <dir>/root/          everything unpacked (modules.dep generated)
@@ -31,6 +44,7 @@ format=2
 
 here=$(cd "$(dirname "$0")" && pwd)
 line=${1:-}
+arch=${2:-amd64}
 cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
 base=$cache/kernels
 
@@ -38,22 +52,46 @@ die() { echo "fetch.sh: $*" >&2; exit 1; }
 log() { echo "fetch.sh: $*" >&2; }
 
 case "$line" in
-6.1) meta=linux-image-amd64 ;;
-6.12) meta=linux-image-6.12-amd64 ;;
-*) die "usage: $0 <6.1|6.12> (got '${line}')" ;;
+6.1) meta=linux-image-$arch ;;
+6.12) meta=linux-image-6.12-$arch ;;
+*) die "usage: $0 <6.1|6.12> [amd64|arm64] (got '${line}')" ;;
+esac
+case "$arch" in
+amd64) current=$line.current ;;
+arm64) current=$line-arm64.current ;;
+*) die "usage: $0 <6.1|6.12> [amd64|arm64] (got arch '${arch}')" ;;
 esac
 
 mkdir -p "$base"
-# Fast path: a completed fetch of this line leaves a <line>.current link.
+# Fast path: a completed fetch of this line leaves a <line>[-arm64].current
+# link.
 if [ -z "${TLBB_KERNEL_REFRESH:-}" ] &&
-   [ "$(cat "$base/$line.current/.complete" 2>/dev/null)" = "format $format" ]; then
-	(cd "$base/$line.current" && pwd -P)
+   [ "$(cat "$base/$current/.complete" 2>/dev/null)" = "format $format" ]; then
+	(cd "$base/$current" && pwd -P)
 	exit 0
 fi
 
 command -v apt-cache >/dev/null || die "apt-cache not found (Debian only)"
+# apt for the kernel's own architecture: the host's, or the private arm64
+# lists (the image, its headers and busybox; linux-kbuild stays the host's).
+kapt=()
+if [ "$arch" = arm64 ]; then
+	aptdir=$base/apt-arm64
+	kapt=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64
+	      -o Dir::State::Lists="$aptdir/lists"
+	      -o Dir::State::status="$aptdir/status"
+	      -o Dir::Cache="$aptdir/cache")
+	if [ ! -f "$aptdir/.updated" ] || [ -n "${TLBB_KERNEL_REFRESH:-}" ]; then
+		mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
+		: >"$aptdir/status"
+		log "apt-get update of the arm64 package lists into $aptdir"
+		apt-get -q "${kapt[@]}" update >&2 ||
+			die "apt-get update of the arm64 lists failed"
+		touch "$aptdir/.updated"
+	fi
+fi
 # The image package the meta package points at (the newest of the line).
-image=$(apt-cache depends "$meta" 2>/dev/null |
+image=$(apt-cache "${kapt[@]}" depends "$meta" 2>/dev/null |
 	sed -n 's/^ *|\{0,1\}Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' |
 	grep -v -- '-unsigned$' | sort -V | tail -n 1)
 [ -n "$image" ] || die "cannot resolve $meta with apt-cache (run apt-get update?)"
@@ -68,21 +106,22 @@ dir=$base/$abi
 exec 9>"$base/.lock"
 flock 9 || die "cannot lock $base/.lock"
 if [ "$(cat "$dir/.complete" 2>/dev/null)" = "format $format" ]; then
-	ln -sfn "$abi" "$base/$line.current"
+	ln -sfn "$abi" "$base/$current"
 	echo "$dir"
 	exit 0
 fi
 
 # Headers: the arch package depends on the -common one and on linux-kbuild.
 hdr=linux-headers-$abi
-deps=$(apt-cache depends "$hdr" 2>/dev/null |
+deps=$(apt-cache "${kapt[@]}" depends "$hdr" 2>/dev/null |
 	sed -n 's/^ *|\{0,1\}Depends: \(linux-\(headers\|kbuild\)-[^ ]*\)$/\1/p' |
 	sort -u)
 common=$(echo "$deps" | grep '^linux-headers-.*-common$' || true)
 kbuild=$(echo "$deps" | grep '^linux-kbuild-' || true)
 [ -n "$common" ] && [ -n "$kbuild" ] ||
 	die "cannot resolve the headers' dependencies of $hdr: '$deps'"
-pkgs="$image $hdr $common $kbuild"
+pkgs="$image $hdr $common"
+[ "$arch" = arm64 ] && pkgs="$pkgs busybox-static"
 
 log "kernel $line: $pkgs"
 tmp=$dir.tmp.$$
@@ -90,16 +129,25 @@ rm -rf "$tmp"
 mkdir -p "$tmp/root" "$base/debs"
 trap 'rm -rf "$tmp"' EXIT
 debs=
-for p in $pkgs; do
-	v=$(apt-cache policy "$p" | sed -n 's/^ *Candidate: //p')
+for p in $pkgs $kbuild; do
+	papt=("${kapt[@]}")
+	[ "$p" = "$kbuild" ] && papt=()
+	v=$(apt-cache "${papt[@]}" policy "$p" | sed -n 's/^ *Candidate: //p')
 	[ -n "$v" ] && [ "$v" != "(none)" ] || die "no candidate version of $p"
-	# Debian's file name: epochs are dropped, ':' would be %3a.
-	deb=$(ls "$base/debs/${p}_${v#*:}_"*.deb 2>/dev/null | head -n 1 || true)
+	# apt-get download's file name: <pkg>_<version>_<arch>.deb, an epoch
+	# written as %3a; the same busybox-static exists for both
+	# architectures.
+	parch=$arch
+	[ "$p" = "$kbuild" ] && parch=amd64
+	f=$base/debs/${p}_${v/:/%3a}
+	deb=$(ls "${f}_$parch.deb" "${f}_all.deb" 2>/dev/null | head -n 1 || true)
 	if [ -z "$deb" ]; then
 		# As root apt-get warns about the _apt sandbox: harmless.
-		(cd "$base/debs" && apt-get download -q "$p=$v" >&2) ||
+		(cd "$base/debs" && apt-get "${papt[@]}" download -q "$p=$v" >&2) ||
 			die "apt-get download $p=$v failed (stale index? run apt-get update)"
-		deb=$(ls "$base/debs/${p}_${v#*:}_"*.deb | head -n 1)
+		deb=$(ls "${f}_$parch.deb" "${f}_all.deb" 2>/dev/null |
+			head -n 1 || true)
+		[ -n "$deb" ] || die "apt-get download $p=$v left no .deb"
 	fi
 	debs="$debs $deb"
 done
@@ -123,7 +171,12 @@ grep -q "$final_root/usr/src/" "$hdir/Makefile" ||
 
 cp "$tmp/root/boot/vmlinuz-$abi" "$tmp/vmlinuz"
 cp "$tmp/root/boot/config-$abi" "$tmp/config"
-python3 "$here/extract-vmlinux.py" "$tmp/vmlinuz" "$tmp/vmlinux" >&2
+if [ "$arch" = amd64 ]; then
+	python3 "$here/extract-vmlinux.py" "$tmp/vmlinuz" "$tmp/vmlinux" >&2
+else
+	cp "$tmp/root/bin/busybox" "$tmp/busybox"
+fi
+echo "$arch" >"$tmp/arch"
 
 # modules.dep and friends (depmod runs at install time normally), and a
 # build link that points at these headers instead of /usr/src.
@@ -140,6 +193,6 @@ echo "format $format" >"$tmp/.complete"
 rm -rf "$dir"
 mv "$tmp" "$dir"
 trap - EXIT
-ln -sfn "$abi" "$base/$line.current"
+ln -sfn "$abi" "$base/$current"
 log "kernel $line cached in $dir"
 echo "$dir"

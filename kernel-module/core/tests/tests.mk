@@ -8,8 +8,9 @@
 # The first run prints the "N passed, N failed" line CI adds up.
 
 TEST_SRCS := tests/test_main.c tests/vm_helper.c tests/test_params.c \
-	tests/test_arith.c tests/test_method.c tests/test_invariants.c
-TEST_HDRS := tests/test_harness.h tests/vm_helper.h
+	tests/test_arith.c tests/test_method.c tests/test_invariants.c \
+	tests/test_pmu_table.c
+TEST_HDRS := tests/test_harness.h tests/vm_helper.h $(PMU_HDRS)
 COV_DIR := $(O)/cov
 SAN := -fsanitize=undefined,address -fno-sanitize-recover=all
 GCOV ?= gcov
@@ -25,17 +26,19 @@ test-unit: $(O)/tlbb_tests
 
 # The object name decides the .gcda name: keep it tlbb_ctrl.o in COV_DIR.
 # No sanitizer here: its checks would add branches of their own.
-$(COV_DIR)/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) tlbb_ctrl.c $(HDRS)
+$(COV_DIR)/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) tlbb_ctrl.c $(HDRS) \
+		tlbb_pmu_table.c
 	mkdir -p $(COV_DIR)
 	$(CC) -std=gnu11 -O0 -g --coverage $(CFLAGS_COMMON) \
 		-c -o $(COV_DIR)/tlbb_ctrl.o $(CURDIR)/tlbb_ctrl.c
 	$(CC) -std=gnu11 -O0 -g -Wall -Wextra -Werror -o $@ \
-		$(TEST_SRCS) $(COV_DIR)/tlbb_ctrl.o -lgcov
+		$(TEST_SRCS) $(COV_DIR)/tlbb_ctrl.o tlbb_pmu_table.c -lgcov
 
-$(O)/san/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) tlbb_ctrl.c $(HDRS)
+$(O)/san/tlbb_tests: $(TEST_SRCS) $(TEST_HDRS) tlbb_ctrl.c $(HDRS) \
+		tlbb_pmu_table.c
 	mkdir -p $(O)/san
 	$(CC) -std=gnu11 -O1 -g $(SAN) $(CFLAGS_COMMON) -Wno-missing-prototypes \
-		-o $@ $(TEST_SRCS) tlbb_ctrl.c
+		-o $@ $(TEST_SRCS) tlbb_ctrl.c tlbb_pmu_table.c
 
 # Runs other than the first report "N ok, N not ok" so CI counts tests once.
 RELABEL = sed -E 's/^([0-9]+) passed, ([0-9]+) failed/$(1): \1 ok, \2 not ok/'

@@ -2,6 +2,7 @@
 /*
  * t_kvm_stage2: real KVM stage-2 (NPT) mappings of THP-backed guest memory.
  * tlbb-test-timeout: 300
+ * tlbb-test-arch: x86_64 (a 32-bit x86 payload in protected mode; arm64 KVM has no pages_2m statistic to check stage 2 with)
  *
  * Runs inside the TCG test guest where kvm-amd gives a real /dev/kvm with
  * nested paging.  A one-vCPU VM runs a few bytes of 32-bit code (paging

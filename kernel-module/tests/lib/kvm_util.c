@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+/* tlbb-test-arch: x86_64 (kvm_sregs, 32-bit protected-mode vCPU setup) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
