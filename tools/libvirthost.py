@@ -105,6 +105,34 @@ def _alive(pid):
         return False
 
 
+def _start_time(pid):
+    """The kernel's start time of ``pid`` (clock ticks), None if gone."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rsplit(')', 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class _Pid:
+    """A process known by pid and start time only (from a saved state):
+    the part of subprocess.Popen that stop() uses. A pid whose start time
+    changed is another process now and counts as gone."""
+
+    def __init__(self, pid, start):
+        self.pid = pid
+        self.start = start
+
+    def poll(self):
+        alive = _alive(self.pid) and _start_time(self.pid) == self.start
+        return None if alive else 0
+
+    def wait(self, timeout):
+        if _wait_gone([self.pid], timeout) and self.poll() is None:
+            raise subprocess.TimeoutExpired('pid %d' % self.pid, timeout)
+        return 0
+
+
 def _wait_gone(pids, timeout):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -155,8 +183,9 @@ class LibvirtHost:
     """virtlogd + libvirtd in a private mount namespace (see module doc)."""
 
     def __init__(self, workdir, hook=True, hook_settings=None,
-                 hugepages=0, python=None, cache_dir=None):
+                 hugepages=0, python=None, cache_dir=None, hostname=None):
         self.workdir = os.path.abspath(workdir)
+        self.hostname = hostname    # set: a UTS namespace with this name
         self.hook = hook
         self.hook_settings = dict(hook_settings or {})
         self.hugepages = hugepages
@@ -185,7 +214,8 @@ class LibvirtHost:
         """argv prefix running a command inside the namespace."""
         if self.holder is None:
             raise RuntimeError('namespace not started')
-        return ['nsenter', '-t', str(self.holder.pid), '-m', '--']
+        return ['nsenter', '-t', str(self.holder.pid), '-m'] + (
+            ['-u'] if self.hostname else []) + ['--']
 
     def _ns_run(self, argv, **kw):
         kw.setdefault('check', True)
@@ -250,8 +280,9 @@ class LibvirtHost:
 
     def _start_namespace(self):
         self.holder = subprocess.Popen(
-            ['unshare', '-m', '--propagation', 'private', '--',
-             'sleep', 'infinity'], start_new_session=True,
+            ['unshare', '-m'] + (['-u'] if self.hostname else []) +
+            ['--propagation', 'private', '--', 'sleep', 'infinity'],
+            start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         own = _mnt_ns('self')
@@ -265,6 +296,10 @@ class LibvirtHost:
                 raise RuntimeError('unshare -m did not give a private mount '
                                    'namespace (rc %s)' % self.holder.poll())
             time.sleep(0.02)
+        if self.hostname:
+            # what libvirt reports as its host name (nova's hypervisor
+            # name): two such hosts on one machine are two compute nodes
+            self._ns_run(['hostname', self.hostname])
         overlaid = set()
         for d in NS_DIRS:
             parent = os.path.dirname(d)
@@ -358,11 +393,47 @@ class LibvirtHost:
                 p.wait(self.term_wait)
             except subprocess.TimeoutExpired:
                 pass
-        # the rest of its group too (children it left behind)
-        with contextlib.suppress(OSError):
-            os.killpg(p.pid, signal.SIGKILL)
+        # the rest of its group too (children it left behind); never the
+        # group of another process that has the pid of a saved one now
+        if not (isinstance(p, _Pid) and _alive(p.pid) and
+                p.poll() is not None):
+            with contextlib.suppress(OSError):
+                os.killpg(p.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(self.term_wait)
+
+    # -- saved state ---------------------------------------------------------
+
+    def state(self):
+        """What stop() needs, as JSON-able data: a process that did not
+        start this host (tools/cloud's ``down``) stops it with
+        ``LibvirtHost.from_state(d).stop()``, by pid."""
+        def rec(pid):
+            return {'pid': pid, 'start': _start_time(pid)}
+        return {
+            'workdir': self.workdir, 'hostname': self.hostname,
+            'cache_dir': self.cache_dir, 'ns': self.ns,
+            'mount_sig': self._mount_sig, 'defined': list(self.defined),
+            'holder': rec(self.holder.pid) if self.holder else None,
+            'daemons': {n: rec(p) for n, p in self.pids.items()},
+            'procs': {n: rec(p.pid) for n, p in self.procs.items()},
+            'old_nr': self._old_nr, 'set_nr': self._set_nr,
+        }
+
+    @classmethod
+    def from_state(cls, d):
+        self = cls(d['workdir'], hook=False, cache_dir=d['cache_dir'],
+                   hostname=d['hostname'])
+        self.ns = d['ns']
+        self._mount_sig = d['mount_sig']
+        self.defined = list(d['defined'])
+        if d['holder']:
+            self.holder = _Pid(**d['holder'])
+        self.pids = {n: r['pid'] for n, r in d['daemons'].items()
+                     if _Pid(**r).poll() is None}
+        self.procs = {n: _Pid(**r) for n, r in d['procs'].items()}
+        self._old_nr, self._set_nr = d['old_nr'], d['set_nr']
+        return self
 
     # -- stop ----------------------------------------------------------------
 

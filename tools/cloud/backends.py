@@ -85,6 +85,9 @@ def _rabbit_env(lay):
         'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
         'RABBITMQ_NODE_PORT': str(lay.port('rabbit')),
         'RABBITMQ_DIST_PORT': str(lay.port('rabbit_dist')),
+        # the Erlang distribution listener too, on loopback only
+        'RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS':
+            '-kernel inet_dist_use_interface {127,0,0,1}',
         'RABBITMQ_PID_FILE': lay.path('run', 'rabbit.pid'),
         'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(base,
                                                       'enabled_plugins'),

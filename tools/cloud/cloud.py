@@ -13,9 +13,9 @@ libvirtd and a nova-compute with ``compute_driver =
 tlbbalance.TLBBalanceLibvirtDriver`` in a private mount and UTS namespace
 (computehost.py), with the libvirt hook installed. Every process is
 recorded by pid in ``<dir>/state.json`` the moment it starts; ``down``
-(and an ``up`` that fails) stops exactly those, newest first, then kills
-whatever is left inside the hosts' namespaces and restores
-``vm.nr_hugepages``.
+(and an ``up`` that fails) stops the compute hosts (tools/libvirthost.py:
+everything in their namespaces, ``vm.nr_hugepages`` given back), then
+exactly the recorded processes, newest first.
 
 Environment:
     TLBB_CLOUD_DIR        where it lives (default <repo>/out/cloud)
@@ -23,8 +23,8 @@ Environment:
                           configs.PORTS lists the offsets)
     TLBB_CLOUD_HOSTS      compute hosts to start (default 2: tlbb-fast-1,
                           tlbb-fast-2; migrations need two)
-    TLBB_CLOUD_HUGEPAGES  2 MiB pages in the host pool while it runs
-                          (default 96)
+    TLBB_CLOUD_HUGEPAGES  2 MiB pages each compute host adds to the pool
+                          while it runs (default 48)
     TLBB_CACHE            cache dir (virtualenv, libvirt capabilities)
 
 Facts a client needs (URLs, image and flavor ids, hosts and their libvirt
@@ -32,6 +32,7 @@ URIs) go to ``<dir>/cloud.json``; ``docs/cloud.md`` has the details.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -43,12 +44,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+# tools/cloud's modules, tools/libvirthost.py, and nova_tlbbalance (the
+# hook installer) from this checkout
+for _p in (REPO, os.path.dirname(HERE), HERE):
+    sys.path.insert(0, _p)
 
 import api  # noqa: E402
 import backends  # noqa: E402
 import computehost  # noqa: E402
 import configs  # noqa: E402
+import libvirthost  # noqa: E402
 import openstack  # noqa: E402
 import procs  # noqa: E402
 
@@ -167,8 +172,10 @@ def wait_computes(lay, state, hosts, timeout=300):
 
     def alive():
         for h in hosts:
-            procs.check_alive(state, 'nova-compute-' + h.name)
-            procs.check_alive(state, 'libvirtd-' + h.name)
+            dead = h.alive()
+            if dead:
+                raise procs.CloudError('%s died (logs in %s)'
+                                       % (dead, lay.logs))
         for n in ('nova-conductor', 'nova-scheduler'):
             procs.check_alive(state, n)
 
@@ -213,21 +220,6 @@ def ports_free(lay):
             % ', '.join(busy))
 
 
-def set_hugepages(state, count):
-    path = '/proc/sys/vm/nr_hugepages'
-    with open(path) as f:
-        old = int(f.read())
-    state.add_undo('sysctl', path=path, value=str(old))
-    with open(path, 'w') as f:
-        f.write(str(count))
-    with open(path) as f:
-        got = int(f.read())
-    if got < count:
-        say('warning: asked for %d huge pages, the kernel gave %d'
-            % (count, got))
-    return got
-
-
 def rss_mib(state):
     """RSS of the whole cloud: every recorded process and its children."""
     pids = {r['pid'] for r in state.procs if procs.alive(r)}
@@ -261,12 +253,11 @@ def up(args):
     state_path = os.path.join(top, 'state.json')
     if os.path.exists(state_path):
         old = procs.State(state_path)
-        live = [r['name'] for r in old.procs if procs.alive(r)]
+        live = [n for n, _, alive in processes(old) if alive]
         if live:
             raise procs.CloudError(
                 'a cloud already runs from %s (%s): tools/cloud/cloud.py '
                 'down first' % (top, ', '.join(live)))
-        _undo(old)
     base = int(os.environ.get('TLBB_CLOUD_PORT_BASE', '23400'))
     nhosts = int(os.environ.get('TLBB_CLOUD_HOSTS', '2'))
     lay = configs.Layout(top, base, VENV)
@@ -284,20 +275,19 @@ def up(args):
     state['port_base'] = base
     t0 = time.monotonic()
     steps = {}
+    hosts = [computehost.ComputeHost(
+        lay, 'tlbb-fast-%d' % (i + 1),
+        caps_cache=os.path.join(CACHE, 'libvirt-capabilities'),
+        hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')))
+        for i in range(nhosts)]
+    # the hosts' libvirtds start (and probe QEMU) while the schemas sync
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, nhosts))
+    futs = []
     try:
-        hosts = [computehost.ComputeHost(
-            lay, state, 'tlbb-fast-%d' % (i + 1),
-            caps_cache=os.path.join(CACHE, 'cloud-libvirt-caps'))
-            for i in range(nhosts)]
-        set_hugepages(state, int(os.environ.get('TLBB_CLOUD_HUGEPAGES',
-                                                '96')))
         backends.start_mariadb(lay, state)
         backends.start_rabbit(lay, state)
         cfg = openstack.write_configs(lay)
-        for h in hosts:
-            h.enter_namespace()
-            h.start_libvirt()
-        state['hosts'] = [h.facts() for h in hosts]
+        futs = [pool.submit(h.start_libvirt) for h in hosts]
         backends.setup_databases(lay, state)
         steps['databases'] = time.monotonic() - t0
         say('MariaDB ready; schemas (keystone, placement, glance, '
@@ -315,11 +305,13 @@ def up(args):
         provider_dir = lay.path('etc', 'nova', 'provider_config')
         os.makedirs(provider_dir, exist_ok=True)
         os.makedirs(lay.path('data', 'instances'), exist_ok=True)
+        for f in futs:
+            f.result()
+        steps['libvirt'] = time.monotonic() - t0
         for h in hosts:
-            h.wait_libvirt()
             h.start_nova_compute(lay.path('data', 'instances'),
                                  provider_dir)
-        steps['libvirt'] = time.monotonic() - t0
+        state['hosts'] = [h.state() for h in hosts]
         say('waiting for the compute hosts')
         wait_computes(lay, state, hosts)
         steps['computes'] = time.monotonic() - t0
@@ -331,7 +323,7 @@ def up(args):
             'admin': {'user': 'admin', 'password': 'admin',
                       'project': 'admin'},
             'images': images, 'flavors': flavors,
-            'hosts': state['hosts'], 'venv': VENV, 'top': top,
+            'hosts': [h.facts() for h in hosts], 'venv': VENV, 'top': top,
             'logs': lay.logs,
             'ports': {n: lay.port(n) for n in configs.PORTS},
         }
@@ -342,8 +334,19 @@ def up(args):
     except BaseException as exc:
         say('FAILED: %s' % exc)
         say('tearing down what was started')
+        # a host still starting is waited for (bounded by libvirthost's
+        # probe timeout), then stopped with everything else
+        concurrent.futures.wait(futs)
+        for h in hosts:
+            try:
+                h.lh.stop()
+            except Exception as e:    # noqa: BLE001 - keep cleaning
+                say('stopping %s: %s' % (h.name, e))
+        state['hosts'] = []
         down_state(state)
         raise
+    finally:
+        pool.shutdown(wait=False)
     took = time.monotonic() - t0
     mib, n = rss_mib(state)
     state['ready_seconds'] = took
@@ -366,33 +369,21 @@ def openrc(lay):
         ('OS_REGION_NAME', configs.REGION)))
 
 
-def _undo(state):
-    for item in reversed(state.get('undo', [])):
-        if item['kind'] == 'sysctl':
-            try:
-                with open(item['path'], 'w') as f:
-                    f.write(item['value'])
-            except OSError as exc:
-                say('could not restore %s: %s' % (item['path'], exc))
-    state.data['undo'] = []
-    state.save()
-
-
 def down_state(state):
-    for h in state.get('hosts', []):
-        lib = [r for r in state.procs if r['name'] == 'libvirtd-'
-               + h['name']]
-        if lib and procs.alive(lib[0]):
-            computehost.destroy_domains(h['uri'], log=say)
+    """Stop the compute hosts (everything in their namespaces), then the
+    recorded processes, newest first; raise if anything survived."""
+    errors = []
+    for saved in state.get('hosts', []):
+        try:
+            computehost.stop_saved(saved, log=say)
+        except Exception as exc:    # noqa: BLE001 - keep cleaning
+            errors.append('%s: %s' % (saved['name'], exc))
+    state['hosts'] = []
     ok = procs.stop_all(state, grace=20, log=say)
-    for rec in state.procs:
-        if rec.get('ns'):
-            computehost.sweep_namespace(rec['ns'], log=say)
-    _undo(state)
     left = [r['name'] for r in state.procs if procs.alive(r)]
-    if left or not ok:
+    if left or not ok or errors:
         raise procs.CloudError('still running after teardown: %s'
-                               % ', '.join(left))
+                               % ', '.join(left + errors))
     return True
 
 
@@ -407,18 +398,29 @@ def down(args):
     return 0
 
 
+def processes(state):
+    """(name, pid, alive) of every process of the cloud, the compute
+    hosts' daemons and nova-computes included."""
+    out = [(r['name'], r['pid'], procs.alive(r)) for r in state.procs]
+    for h in state.get('hosts', []):
+        recs = [('ns', h['holder'])] + list(h['daemons'].items()) + \
+            list(h['procs'].items())
+        for n, r in recs:
+            if r:
+                out.append(('%s-%s' % (n, h['name']), r['pid'],
+                            libvirthost._Pid(**r).poll() is None))
+    return out
+
+
 def status(args):
     path = os.path.join(top_dir(), 'state.json')
     if not os.path.exists(path):
         print('no cloud at %s' % top_dir())
         return 1
-    state = procs.State(path)
     dead = 0
-    for r in state.procs:
-        a = procs.alive(r)
-        dead += not a
-        print('%-28s %7d  %s' % (r['name'], r['pid'],
-                                 'running' if a else 'GONE'))
+    for name, pid, alive in processes(procs.State(path)):
+        dead += not alive
+        print('%-28s %7d  %s' % (name, pid, 'running' if alive else 'GONE'))
     return 1 if dead else 0
 
 

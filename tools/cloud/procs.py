@@ -40,7 +40,7 @@ class State:
 
     def __init__(self, path):
         self.path = path
-        self.data = {'procs': [], 'undo': []}
+        self.data = {'procs': [], 'hosts': []}
         if os.path.exists(path):
             with open(path) as f:
                 self.data = json.load(f)
@@ -71,11 +71,6 @@ class State:
                 return rec
         raise KeyError(name)
 
-    def add_undo(self, kind, **args):
-        """Something to put back at teardown (run in reverse order)."""
-        self.data['undo'].append(dict(args, kind=kind))
-        self.save()
-
 
 def spawn(state, name, argv, log_path, env=None, cwd=None, grace=15):
     """Start a daemon in its own session; record it before returning."""
@@ -92,16 +87,6 @@ def spawn(state, name, argv, log_path, env=None, cwd=None, grace=15):
         logf.close()
     rec = {'name': name, 'pid': p.pid, 'start': _start_time(p.pid),
            'log': log_path, 'argv': argv, 'grace': grace}
-    state.procs.append(rec)
-    state.save()
-    return rec
-
-
-def adopt(state, name, pid, log_path):
-    """Record a process this cloud caused to exist but did not fork
-    itself (a daemon that forked away, known by its pid file)."""
-    rec = {'name': name, 'pid': pid, 'start': _start_time(pid),
-           'log': log_path, 'argv': None}
     state.procs.append(rec)
     state.save()
     return rec

@@ -139,7 +139,7 @@ def main():
             failed = 1
         # a service that died mid-run is a failure, named
         state = procs.State(os.path.join(top, 'state.json'))
-        dead = [r['name'] for r in state.procs if not procs.alive(r)]
+        dead = [n for n, _, alive in cloud.processes(state) if not alive]
         if dead:
             print('tempest: cloud services died during the run: %s '
                   '(logs in %s)' % (', '.join(dead),
