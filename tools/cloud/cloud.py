@@ -222,7 +222,7 @@ def ports_free(lay):
 
 def rss_mib(state):
     """RSS of the whole cloud: every recorded process and its children."""
-    pids = {r['pid'] for r in state.procs if procs.alive(r)}
+    pids = {pid for _, pid, alive in processes(state) if alive}
     kids = {}
     for d in os.listdir('/proc'):
         if d.isdigit():
