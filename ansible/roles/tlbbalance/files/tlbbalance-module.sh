@@ -87,9 +87,10 @@ if [ "$mode" = dkms ]; then
 		fi
 		changed "DKMS tlbbalance/$version built and installed for $kver"
 	fi
-	for d in /var/lib/dkms/tlbbalance/*/; do
+	# (a version's tree has its source link; kernel-* are dkms's links)
+	for d in /var/lib/dkms/tlbbalance/*; do
 		v=$(basename "$d")
-		[ -d "$d" ] && [ "$v" != "$version" ] && [ "$v" != '*' ] || continue
+		[ -e "$d/source" ] && [ "$v" != "$version" ] || continue
 		dkms remove -m tlbbalance -v "$v" --all >/dev/null 2>&1 ||
 			die "dkms remove tlbbalance/$v failed"
 		rm -rf "/usr/src/tlbbalance-$v"
@@ -124,7 +125,8 @@ if [ ! -d /sys/module/tlbbalance ]; then
 	mkdir -p $state && echo "$want" >$state/loaded
 	changed "loaded $ko"
 elif [ ! -f $state/loaded ]; then
-	# Loaded before the role managed it (by hand, at boot): left alone.
+	# Loaded before the role managed it (by hand, at boot): left alone,
+	# taken as this build; a later change of the build reloads it.
 	mkdir -p $state && echo "$want" >$state/loaded
 fi
 exit 0
