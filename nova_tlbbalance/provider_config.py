@@ -24,6 +24,7 @@ import os
 import re
 import sys
 
+from nova_tlbbalance import filewrite
 from nova_tlbbalance import modclient
 from nova_tlbbalance.probes import topology
 
@@ -84,23 +85,6 @@ def render(traits, uuid=COMPUTE_NODE, name=None):
     return '\n'.join(lines) + '\n'
 
 
-def write(path, text):
-    """Write text to path atomically unless it holds it; True if written."""
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return False
-    except (OSError, UnicodeDecodeError):
-        pass
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return True
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(
         prog='python3 -m nova_tlbbalance.provider_config',
@@ -128,7 +112,7 @@ def main(argv=None):
     if not args.output:
         sys.stdout.write(text)
         return 0
-    wrote = write(args.output, text)
+    wrote = filewrite.write_if_changed(args.output, text, 0o644)
     print('%s %s traits=%s' % ('written' if wrote else 'unchanged',
                                args.output,
                                ','.join(t for t, _ in traits) or '-'))

@@ -13,6 +13,7 @@ import os
 import sys
 
 import nova_tlbbalance
+from nova_tlbbalance import filewrite
 
 DEST = '/etc/libvirt/hooks/qemu.d/tlbbalance'
 BEGIN = '# -- settings (written by the installer) --\n'
@@ -64,19 +65,7 @@ def install(dest=DEST, python=None, settings=None):
         os.path.abspath(nova_tlbbalance.__file__)))
     with open(template_path()) as f:
         text = render(f.read(), python, pkg_parent, settings or {})
-    try:
-        with open(dest) as f:
-            if f.read() == text and os.access(dest, os.X_OK):
-                return False
-    except (OSError, UnicodeDecodeError):
-        pass
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = dest + '.tmp'
-    with open(tmp, 'w') as f:
-        f.write(text)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, dest)
-    return True
+    return filewrite.write_if_changed(dest, text, 0o755)
 
 
 def main(argv=None):

@@ -8,6 +8,7 @@ import pytest
 from nova import exception as nova_exc
 from nova.compute import provider_config as nova_pc
 
+from nova_tlbbalance import filewrite
 from nova_tlbbalance import provider_config as pc
 
 
@@ -44,7 +45,7 @@ def test_traits_follow_host_facts(tmp_path, module, dvmbm, traits):
     got = pc.host_traits(s, p, kmsg_lines=[])
     assert [t for t, _ in got] == traits
     out = str(tmp_path / 'provider' / 'tlbbalance.yaml')
-    assert pc.write(out, pc.render(got)) is True
+    assert filewrite.write_if_changed(out, pc.render(got), 0o644) is True
     data = nova_reads(out)
     assert data['meta'] == {'schema_version': '1.0'}
     prov, = data['providers']
