@@ -10,14 +10,14 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 py3 sim functional integration kmod e2e ansible"}
+envs=${TLBB_ENVS:-"pep8 ansible-lint py3 sim functional integration kmod e2e ansible"}
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
 
 # Per-env wall-clock cap (seconds), against a hang; a normal run of all
 # envs takes 25-30 minutes on 2 cores.
-declare -A limit=([pep8]=600 [py3]=900 [sim]=1500 [functional]=1500
+declare -A limit=([pep8]=600 [ansible-lint]=600 [py3]=900 [sim]=1500 [functional]=1500
 		  [integration]=1200 [kmod]=1500 [e2e]=1500
 		  [ansible]=1800)
 
