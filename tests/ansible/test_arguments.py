@@ -24,12 +24,22 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable),
                             'ansible-playbook')
 
 
-def playbook(**extra):
+@pytest.fixture(scope='module')
+def ansible_dir(tmp_path_factory):
+    """Ansible's own state (home, temp, SSH control sockets) for this
+    module, not ~/.ansible."""
+    return tmp_path_factory.mktemp('ansible')
+
+
+def playbook(ansible_dir, **extra):
     ev = {'tlbbalance_hosts': 'all', 'ansible_become': False,
           'ansible_python_interpreter': sys.executable,
           'tlbbalance_module_src': '/nonexistent'}
     ev.update(extra)
-    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
+               ANSIBLE_HOME=str(ansible_dir / 'home'),
+               ANSIBLE_LOCAL_TEMP=str(ansible_dir / 'tmp'),
+               ANSIBLE_SSH_CONTROL_PATH_DIR=str(ansible_dir / 'cp'))
     p = subprocess.run([PLAYBOOK_BIN, '-i', 'node.invalid,', '-e',
                         'ansible_host=127.0.0.1 ansible_port=9', PLAYBOOK,
                         '-e', json.dumps(ev)], env=env,
@@ -47,8 +57,8 @@ def playbook(**extra):
     ('tlbbalance_hugepages', [512], 'tlbbalance_hugepages'),
     ('tlbbalance_module_load', 'perhaps', 'tlbbalance_module_load'),
 ])
-def test_arg_spec_refuses_before_any_task(var, value, says):
-    rc, out = playbook(**{var: value})
+def test_arg_spec_refuses_before_any_task(ansible_dir, var, value, says):
+    rc, out = playbook(ansible_dir, **{var: value})
     assert rc != 0, out[-2000:]
     assert 'Validating arguments against arg spec' in out, out[-2000:]
     assert says in out, out[-2000:]
@@ -63,8 +73,8 @@ def test_arg_spec_refuses_before_any_task(var, value, says):
      "module_ko=''"),
     ({'tlbbalance_provider_traits': ['rack_a']}, "provider_traits=['rack_a']"),
 ])
-def test_checks_across_variables_name_the_culprit(extra, says):
-    rc, out = playbook(**extra)
+def test_checks_across_variables_name_the_culprit(ansible_dir, extra, says):
+    rc, out = playbook(ansible_dir, **extra)
     assert rc != 0, out[-2000:]
     assert says in out, out[-2000:]
     assert 'TASK [tlbbalance : Install the nova-tlbbalance' not in out
