@@ -13,6 +13,7 @@ import os
 import sys
 
 import nova_tlbbalance
+from nova_tlbbalance import filewrite
 
 DEST = '/etc/libvirt/hooks/qemu.d/tlbbalance'
 BEGIN = '# -- settings (written by the installer) --\n'
@@ -56,18 +57,15 @@ def render(template, python, pkg_parent, settings):
 
 
 def install(dest=DEST, python=None, settings=None):
+    """Write the hook to dest unless it is already there, same text and
+    executable; returns True when it wrote it (so that a rollout restarts
+    libvirtd only then)."""
     python = python or sys.executable
     pkg_parent = os.path.dirname(os.path.dirname(
         os.path.abspath(nova_tlbbalance.__file__)))
     with open(template_path()) as f:
         text = render(f.read(), python, pkg_parent, settings or {})
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = dest + '.tmp'
-    with open(tmp, 'w') as f:
-        f.write(text)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, dest)
-    return dest
+    return filewrite.write_if_changed(dest, text, 0o755)
 
 
 def main(argv=None):
@@ -86,9 +84,10 @@ def main(argv=None):
         except FileNotFoundError:
             pass
         return 0
-    dest = install(args.dest, args.python,
-                   {k: getattr(args, k) for k, _, _ in SETTINGS})
-    print(dest)
+    wrote = install(args.dest, args.python,
+                    {k: getattr(args, k) for k, _, _ in SETTINGS})
+    # "installed" or "unchanged": Ansible's changed_when reads this word.
+    print('%s %s' % ('installed' if wrote else 'unchanged', args.dest))
     return 0
 
 

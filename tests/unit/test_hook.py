@@ -249,6 +249,31 @@ def test_installed_hook_runs(tmp_path):
     assert not os.path.exists(dest)
 
 
+def test_install_rewrites_only_a_changed_hook(tmp_path, capsys):
+    """A rollout restarts libvirtd only when the hook changed: the
+    installer says "installed" or "unchanged" and leaves an identical,
+    executable hook alone (same inode, same mtime)."""
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    argv = ['--dest', dest, '--python', sys.executable, '--timeout', '3']
+    assert install.main(argv) == 0
+    assert capsys.readouterr().out == 'installed %s\n' % dest
+    st = os.stat(dest)
+    assert install.main(argv) == 0
+    assert capsys.readouterr().out == 'unchanged %s\n' % dest
+    assert (os.stat(dest).st_ino, os.stat(dest).st_mtime_ns) == \
+        (st.st_ino, st.st_mtime_ns)
+    with open(dest, 'a') as f:           # hand-edited: put back
+        f.write('# edited\n')
+    assert install.main(argv) == 0
+    assert capsys.readouterr().out == 'installed %s\n' % dest
+    os.chmod(dest, 0o644)                # not executable: put back
+    assert install.main(argv) == 0
+    assert capsys.readouterr().out.startswith('installed ')
+    assert os.access(dest, os.X_OK)
+    assert install.main(argv[:-1] + ['4']) == 0     # other settings
+    assert capsys.readouterr().out.startswith('installed ')
+
+
 def test_teardown_path_is_light(fake):
     code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
             'rc = m.main(["vm1", "stopped", "end", "-"], io.BytesIO(%r),'

@@ -16,6 +16,10 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm /dev/hugepages
 mount -t devpts -o gid=5,mode=620 devpts /dev/pts
+# What udev would link: bash's process substitution (dkms uses it) needs
+# /dev/fd.
+ln -sfn /proc/self/fd /dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/dev/${i#*:}"; done
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
 # No fresh /tmp: the working tree (or the cache) may live there; the
@@ -67,6 +71,13 @@ mount --bind "$TLBB_MODDIR" "/lib/modules/$TLBB_KVER" ||
 modprobe virtio_console || error "modprobe virtio_console failed"
 modprobe kvm_amd || error "modprobe kvm_amd failed: no /dev/kvm"
 modprobe configfs && mount -t configfs configfs /sys/kernel/config
+if [ "${TLBB_NET:-0}" = 1 ]; then
+	# QEMU's user network, restricted to the port forwarded to sshd
+	# (tools/node/node.py ssh_port): the node's address is QEMU's default.
+	modprobe virtio_net || error "modprobe virtio_net failed"
+	ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 ||
+		error "cannot configure eth0"
+fi
 step modules
 
 # The working tree's Python package for Debian's python3 (the one with

@@ -332,7 +332,8 @@ class Node:
 
     def __init__(self, kernel='6.1', mem_mb=2048, smp=None, libvirt=True,
                  module=True, module_params='allow_inject=1', hook=True,
-                 hugepages=0, thp='always', keep=False, boot_timeout=600):
+                 hugepages=0, thp='always', keep=False, boot_timeout=600,
+                 ssh_port=None, netns=None):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -344,6 +345,12 @@ class Node:
         self.thp = thp
         self.keep = keep
         self.boot_timeout = boot_timeout
+        # ssh_port: a NIC on QEMU's user network, isolated (restrict=on:
+        # no route out of the node), its port 22 forwarded to
+        # 127.0.0.1:ssh_port of the network namespace netns (None: this
+        # machine's loopback), where QEMU is started.
+        self.ssh_port = ssh_port
+        self.netns = netns
         self.proc = None
         self.sock = None
         self.exit_status = None
@@ -381,6 +388,7 @@ class Node:
             'TLBB_LIBVIRT': '1' if self.libvirt else '0',
             'TLBB_HOOK_CMD': self.hook_cmd, 'TLBB_CAPS_DIR': caps,
             'TLBB_HUGEPAGES': str(self.hugepages), 'TLBB_THP': self.thp,
+            'TLBB_NET': '1' if self.ssh_port else '0',
         }
         with open(os.path.join(self.io_dir, 'node.env'), 'w') as f:
             for k, v in env.items():
@@ -416,6 +424,12 @@ class Node:
                         % sock_path,
             '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
         ]
+        if self.ssh_port:
+            argv += ['-netdev', 'user,id=net0,restrict=on,'
+                     'hostfwd=tcp:127.0.0.1:%d-:22' % self.ssh_port,
+                     '-device', 'virtio-net-pci,netdev=net0']
+        if self.netns:
+            argv = ['ip', 'netns', 'exec', self.netns] + argv
         t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE,

@@ -1,0 +1,120 @@
+"""nova_tlbbalance.provider_config over temporary /proc and /sys trees;
+every file it writes is parsed and validated by nova's own provider
+config loader (nova.compute.provider_config, schema 1.0)."""
+
+import os
+
+import pytest
+from nova import exception as nova_exc
+from nova.compute import provider_config as nova_pc
+
+from nova_tlbbalance import filewrite
+from nova_tlbbalance import provider_config as pc
+
+
+def write(path, text=''):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def roots(tmp_path):
+    s, p = str(tmp_path / 'sys'), str(tmp_path / 'proc')
+    write(p + '/cmdline', 'ro quiet\n')
+    os.makedirs(s)
+    return s, p
+
+
+def nova_reads(path):
+    """What nova-compute loads from the file (schema-checked by nova)."""
+    return nova_pc._parse_provider_yaml(path)
+
+
+@pytest.mark.parametrize('module,dvmbm,traits', [
+    (False, False, []),
+    (True, False, [pc.TRAIT_MODULE]),
+    (False, True, [pc.TRAIT_DVMBM]),
+    (True, True, [pc.TRAIT_MODULE, pc.TRAIT_DVMBM]),
+])
+def test_traits_follow_host_facts(tmp_path, module, dvmbm, traits):
+    s, p = roots(tmp_path)
+    if module:
+        os.makedirs(s + '/module/tlbbalance')
+    if dvmbm:
+        write(s + '/module/kvm/parameters/dvmbm_enabled', 'Y\n')
+    got = pc.host_traits(s, p, kmsg_lines=[])
+    assert [t for t, _ in got] == traits
+    out = str(tmp_path / 'provider' / 'tlbbalance.yaml')
+    assert filewrite.write_if_changed(out, pc.render(got), 0o644) is True
+    data = nova_reads(out)
+    assert data['meta'] == {'schema_version': '1.0'}
+    prov, = data['providers']
+    assert prov['identification'] == {'uuid': '$COMPUTE_NODE'}
+    assert prov.get('traits', {}).get('additional', []) == traits
+
+
+def test_module_seen_by_its_configfs_root(tmp_path):
+    s, p = roots(tmp_path)
+    os.makedirs(s + '/kernel/config/tlbbalance')
+    assert pc.host_traits(s, p, kmsg_lines=[])[0][0] == pc.TRAIT_MODULE
+
+
+def test_dvmbm_from_kernel_log_and_command_line(tmp_path):
+    s, p = roots(tmp_path)
+    assert pc.host_traits(s, p, kmsg_lines=['6,1,2,-;KVM dvmbm enabled']) \
+        == [(pc.TRAIT_DVMBM, 'DVMBM enabled (kernel log)')]
+    write(p + '/cmdline', 'ro kvm-arm.dvmbm_enabled=1\n')
+    assert pc.host_traits(s, p, kmsg_lines=[])[0][0] == pc.TRAIT_DVMBM
+
+
+def test_cli_writes_only_on_change(tmp_path, capsys):
+    s, p = roots(tmp_path)
+    os.makedirs(s + '/module/tlbbalance')
+    out = str(tmp_path / 'pc' / 'tlbbalance.yaml')
+    argv = ['--output', out, '--sys-root', s, '--proc-root', p,
+            '--trait', 'CUSTOM_RACK_A']
+    assert pc.main(argv) == 0
+    assert capsys.readouterr().out == (
+        'written %s traits=CUSTOM_TLBBALANCE_MODULE,CUSTOM_RACK_A\n' % out)
+    mtime = os.stat(out).st_mtime_ns
+    assert pc.main(argv) == 0
+    assert capsys.readouterr().out.startswith('unchanged %s ' % out)
+    assert os.stat(out).st_mtime_ns == mtime
+    assert nova_reads(out)['providers'][0]['traits']['additional'] == [
+        'CUSTOM_TLBBALANCE_MODULE', 'CUSTOM_RACK_A']
+    os.rmdir(s + '/module/tlbbalance')          # module unloaded
+    assert pc.main(argv) == 0
+    assert capsys.readouterr().out == (
+        'written %s traits=CUSTOM_RACK_A\n' % out)
+
+
+def test_named_provider_and_stdout(tmp_path, capsys):
+    s, p = roots(tmp_path)
+    assert pc.main(['--name', 'compute-7', '--sys-root', s,
+                    '--proc-root', p]) == 0
+    text = capsys.readouterr().out
+    path = str(tmp_path / 'x.yaml')
+    write(path, text)
+    assert nova_reads(path)['providers'][0]['identification'] == {
+        'name': 'compute-7'}
+
+
+@pytest.mark.parametrize('argv,culprit', [
+    (['--trait', 'rack_a'], "'rack_a'"),
+    (['--trait', 'HW_CPU_X86_AVX'], "'HW_CPU_X86_AVX'"),
+    (['--uuid', 'not-a-uuid'], "'not-a-uuid'"),
+])
+def test_bad_input_is_named(tmp_path, capsys, argv, culprit):
+    s, p = roots(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        pc.main(argv + ['--sys-root', s, '--proc-root', p])
+    assert e.value.code == 2
+    assert culprit in capsys.readouterr().err
+
+
+def test_nova_rejects_what_the_schema_forbids(tmp_path):
+    """The check above is nova's own: a file it refuses fails it."""
+    path = str(tmp_path / 'bad.yaml')
+    write(path, pc.render([]).replace("'1.0'", "'2.0'"))
+    with pytest.raises(nova_exc.ProviderConfigException):
+        nova_reads(path)
