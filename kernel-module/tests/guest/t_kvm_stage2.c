@@ -2,7 +2,7 @@
 /*
  * t_kvm_stage2: real KVM stage-2 (NPT) mappings of THP-backed guest memory.
  * tlbb-test-timeout: 300
- * tlbb-test-arch: x86_64 (a 32-bit x86 payload in protected mode; arm64 KVM has no pages_2m statistic to check stage 2 with)
+ * tlbb-test-arch: x86_64 (a 32-bit x86 payload and the x86-only pages_2m statistic; arm64: t_kvm_stage2_arm64.c)
  *
  * Runs inside the TCG test guest where kvm-amd gives a real /dev/kvm with
  * nested paging.  A one-vCPU VM runs a few bytes of 32-bit code (paging
@@ -30,18 +30,16 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
 
-#include "cfs.h"
+#include "kvm_limit.h"
 #include "kvm_util.h"
 #include "tap.h"
 #include "thp.h"
-#include "tlbb_defs.h"
 #include "util.h"
 
 #define CODE_GPA	0x0ul
@@ -51,13 +49,6 @@
 #define SLOT_SIZE	(64ul << 20)
 #define PAGE		4096ul
 #define DONE_PORT	0x10
-
-/* Limiter case: the floor the limit stops at and the step to get there. */
-#define LIMIT_FLOOR	16
-#define LIMIT_STEP	4
-/* The paper's mcf shape: huge group ~2.18 M/s, small group < 450/s. */
-#define INJECT_HUGE	2180000
-#define INJECT_SMALL	400
 
 /*
  * eax = first page, ebx = marker, ecx = number of pages:
@@ -185,66 +176,23 @@ static void test_misaligned(void)
 	thp_free(mem, SLOT_SIZE);
 }
 
-static bool set_ok(int err, const char *what)
-{
-	return tap_ok(!err, "limit: write %s (%s)", what,
-		      err ? strerror(-err) : "ok");
-}
-
 /* Register the aligned VM, let the controller lower N_hl to the floor. */
 static void test_limited(struct stage2_vm *s)
 {
-	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit = 0, hc = 0;
+	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit, hc;
 	uint64_t sum, p2m, p4k;
-	struct stat st;
-	char vm[64];
-	double t0;
+	struct kvm_limit l;
 	long huge;
-	bool ok = true;
 
-	if (!tap_ok(!stat(TLBB_CFS_ROOT, &st),
-		    "limit: tlbbalance.ko is loaded (" TLBB_CFS_ROOT ")"))
-		return;
-	snprintf(vm, sizeof(vm), "kvm-stage2-%d", (int)getpid());
-	if (!set_ok(tlbb_vm_create(vm), "mkdir vms/<vm>"))
-		return;
-	ok &= set_ok(tlbb_set(vm, "pid", "%d\n", (int)getpid()), "pid");
-	ok &= set_ok(tlbb_set(vm, "vcpu_tids", "%d\n", (int)gettid()),
-		     "vcpu_tids");
-	ok &= set_ok(tlbb_set(vm, "ranges", "%#lx %#lx %#lx\n",
-			      (unsigned long)s->mem, SLOT_SIZE, SLOT_GPA),
-		     "ranges");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_interval_ms, 10),
-		     "interval_ms");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_sustain_ms, 0), "sustain_ms");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_samples, 1), "samples");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_step_pages, LIMIT_STEP),
-		     "step_pages");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_floor_pages, LIMIT_FLOOR),
-		     "floor_pages");
-	ok &= set_ok(tlbb_set(vm, "mode", "balance\n"), "mode balance");
-	ok &= set_ok(tlbb_inject(vm, INJECT_HUGE, INJECT_SMALL),
-		     "inject (huge-dominant refills)");
-	if (!ok)
-		goto out;
 	sum = thp_checksum(s->mem, SLOT_SIZE);
-
-	/* The limit steps down to the floor; the limiter follows it. */
-	t0 = tlbb_now_s();
-	while (tlbb_now_s() - t0 < 60) {
-		limit = tlbb_stat_u64(vm, TLBB_S_huge_limit);
-		hc = tlbb_stat_u64(vm, TLBB_S_huge_pages);
-		if (limit == LIMIT_FLOOR && hc <= limit)
-			break;
-		usleep(20000);
-	}
-	tlbb_inject_off(vm);
-	tap_diag("limit: N_hl=%" PRIu64 " N_hc=%" PRIu64 " after %.2f s, "
-		 "splits=%" PRIu64, limit, hc, tlbb_now_s() - t0,
-		 tlbb_stat_u64(vm, TLBB_S_splits));
-	tap_ok(limit == LIMIT_FLOOR,
+	if (!kvm_limit_to_floor(&l, "kvm-stage2", s->mem, SLOT_SIZE,
+				SLOT_GPA))
+		return;
+	limit = l.limit;
+	hc = l.hc;
+	tap_ok(limit == KVM_LIMIT_FLOOR,
 	       "limit: controller lowered N_hl from %" PRIu64 " to the floor %d",
-	       total, LIMIT_FLOOR);
+	       total, KVM_LIMIT_FLOOR);
 	huge = thp_huge_pages(0, s->mem, SLOT_SIZE);
 	tap_ok(hc == limit && huge == (long)limit,
 	       "limit: huge pages follow N_hl (N_hc %" PRIu64
@@ -268,12 +216,10 @@ static void test_limited(struct stage2_vm *s)
 	       "(pages_4k %" PRIu64 ")", p4k);
 
 	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
-	ok = set_ok(tlbb_set(vm, "mode", "off\n"), "mode off");
-	if (ok && !tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
-			  "restored: MADV_COLLAPSE of the slot after mode off "
-			  "(%s)", strerror(errno)))
-		ok = false;
-	if (ok) {
+	if (kvm_limit_mode(&l, "off") &&
+	    tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
+		   "restored: MADV_COLLAPSE of the slot after mode off (%s)",
+		   strerror(errno))) {
 		guest_touch(s, "restored", 0x2e5e0004);
 		p2m = kvm_vm_stat(s->vm, "pages_2m");
 		tap_ok(p2m == total,
@@ -281,9 +227,7 @@ static void test_limited(struct stage2_vm *s)
 		       "lifted (pages_2m %" PRIu64 " == %" PRIu64 ")",
 		       p2m, total);
 	}
-out:
-	tlbb_set(vm, "mode", "off\n");
-	set_ok(tlbb_vm_remove(vm), "rmdir vms/<vm>");
+	kvm_limit_remove(&l);
 }
 
 int main(void)
