@@ -36,18 +36,16 @@
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
 
-#include "kvm_limit.h"
+#include "kvm_stage2.h"
 #include "kvm_util.h"
 #include "tap.h"
 #include "thp.h"
 #include "util.h"
 
-#define CODE_GPA	0x0ul
-#define CODE_SIZE	0x10000ul
-#define ENTRY_GPA	0x1000ul
-#define SLOT_GPA	0x40000000ul	/* 1 GiB: 2 MiB aligned */
-#define SLOT_SIZE	(64ul << 20)
-#define PAGE		4096ul
+#define ENTRY_GPA	KVM_S2_ENTRY
+#define SLOT_GPA	KVM_S2_SLOT_GPA
+#define SLOT_SIZE	KVM_S2_SLOT_SIZE
+#define PAGE		KVM_S2_PAGE
 #define DONE_PORT	0x10
 
 /*
@@ -68,73 +66,33 @@ static const uint8_t guest_code[] = {
 	0xf4,
 };
 
-struct stage2_vm {
-	struct kvm_vm *vm;
-	struct kvm_vcpu *vcpu;
-	void *code;
-	uint8_t *mem;
-};
-
 static void vm_setup(struct stage2_vm *s, uint8_t *mem)
 {
-	s->mem = mem;
-	s->code = mmap(NULL, CODE_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	tap_require(s->code != MAP_FAILED, "mmap guest code");
-	memcpy((uint8_t *)s->code + ENTRY_GPA, guest_code, sizeof(guest_code));
-	s->vm = kvm_vm_create();
-	kvm_vm_set_memslot(s->vm, 0, CODE_GPA, s->code, CODE_SIZE);
-	kvm_vm_set_memslot(s->vm, 1, SLOT_GPA, mem, SLOT_SIZE);
-	s->vcpu = kvm_vcpu_create(s->vm, 0);
+	stage2_vm_setup(s, mem, guest_code, sizeof(guest_code));
 	kvm_vcpu_setup_pm32(s->vcpu);
-}
-
-static void vm_free(struct stage2_vm *s)
-{
-	kvm_vcpu_free(s->vcpu);
-	kvm_vm_free(s->vm);
-	munmap(s->code, CODE_SIZE);
 }
 
 /* Run the guest loop once; true if it exited as planned and wrote all. */
 static bool guest_touch(struct stage2_vm *s, const char *what,
 			uint32_t marker)
 {
-	size_t pages = SLOT_SIZE / PAGE, i, wrong = 0;
 	double t0 = tlbb_now_s();
-	uint32_t word;
 
-	kvm_vcpu_set_regs32(s->vcpu, ENTRY_GPA, SLOT_GPA, marker, pages, 0);
+	kvm_vcpu_set_regs32(s->vcpu, ENTRY_GPA, SLOT_GPA, marker,
+			    KVM_S2_PAGES, 0);
 	kvm_vcpu_run(s->vcpu);
 	if (!tap_ok(s->vcpu->run->exit_reason == KVM_EXIT_IO &&
 		    s->vcpu->run->io.port == DONE_PORT,
 		    "%s: guest loop ran to its out 0x%x (%s, %.2f s)", what,
 		    DONE_PORT, kvm_vcpu_exit_str(s->vcpu), tlbb_now_s() - t0))
 		return false;
-	for (i = 0; i < pages; i++) {
-		memcpy(&word, s->mem + i * PAGE, sizeof(word));
-		wrong += word != marker;
-	}
-	return tap_ok(!wrong, "%s: guest wrote all %zu pages (%zu wrong)",
-		      what, pages, wrong);
-}
-
-static uint8_t *thp_memory(size_t misalign, const char *what)
-{
-	uint8_t *mem = thp_alloc(SLOT_SIZE, misalign, 1);
-	long huge;
-
-	thp_fill(mem, SLOT_SIZE, misalign + 1);
-	huge = thp_huge_pages(0, mem, SLOT_SIZE);
-	tap_diag("%s: HVA %p, GPA %#lx, %ld host huge pages", what,
-		 (void *)mem, SLOT_GPA, huge);
-	return mem;
+	return stage2_check_marker(s, what, marker);
 }
 
 static void test_aligned(struct stage2_vm *s)
 {
 	uint64_t want = SLOT_SIZE / thp_pmd_size(), p2m, p4k;
-	uint8_t *mem = thp_memory(0, "aligned");
+	uint8_t *mem = stage2_thp_memory(0, "aligned");
 
 	tap_ok(thp_huge_pages(0, mem, SLOT_SIZE) == (long)want,
 	       "aligned: host backs the slot with %" PRIu64 " huge pages",
@@ -152,7 +110,7 @@ static void test_aligned(struct stage2_vm *s)
 static void test_misaligned(void)
 {
 	uint64_t p2m, p4k, pages = SLOT_SIZE / PAGE;
-	uint8_t *mem = thp_memory(PAGE, "misaligned");
+	uint8_t *mem = stage2_thp_memory(PAGE, "misaligned");
 	struct stage2_vm s;
 	long huge;
 
@@ -172,33 +130,20 @@ static void test_misaligned(void)
 	tap_ok(p4k >= pages,
 	       "misaligned: the slot is mapped with 4 KiB pages (pages_4k %"
 	       PRIu64 " >= %" PRIu64 ")", p4k, pages);
-	vm_free(&s);
+	stage2_vm_free(&s);
 	thp_free(mem, SLOT_SIZE);
 }
 
 /* Register the aligned VM, let the controller lower N_hl to the floor. */
 static void test_limited(struct stage2_vm *s)
 {
-	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit, hc;
-	uint64_t sum, p2m, p4k;
+	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit, p2m, p4k;
 	struct kvm_limit l;
-	long huge;
 
-	sum = thp_checksum(s->mem, SLOT_SIZE);
 	if (!kvm_limit_to_floor(&l, "kvm-stage2", s->mem, SLOT_SIZE,
 				SLOT_GPA))
 		return;
 	limit = l.limit;
-	hc = l.hc;
-	tap_ok(limit == KVM_LIMIT_FLOOR,
-	       "limit: controller lowered N_hl from %" PRIu64 " to the floor %d",
-	       total, KVM_LIMIT_FLOOR);
-	huge = thp_huge_pages(0, s->mem, SLOT_SIZE);
-	tap_ok(hc == limit && huge == (long)limit,
-	       "limit: huge pages follow N_hl (N_hc %" PRIu64
-	       ", AnonHugePages %ld, N_hl %" PRIu64 ")", hc, huge, limit);
-	tap_ok(thp_checksum(s->mem, SLOT_SIZE) == sum,
-	       "limit: guest memory unchanged by the splits");
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
 	tap_ok(p2m <= limit,
 	       "limit: split huge pages left stage 2 at once (pages_2m %"
@@ -241,6 +186,6 @@ int main(void)
 	test_misaligned();
 	test_aligned(&aligned);
 	test_limited(&aligned);
-	vm_free(&aligned);
+	stage2_vm_free(&aligned);
 	return tap_done();
 }

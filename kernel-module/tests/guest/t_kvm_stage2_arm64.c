@@ -20,7 +20,7 @@
  *   1. HVA 4 KiB off a 2 MiB boundary, THP-backed: >= one exit per page;
  *   2. HVA and GPA 2 MiB aligned, every 2 MiB a host THP: < pages/8 exits;
  *   3. tlbbalance.ko limits the aligned VM (the same registration as
- *      t_kvm_stage2, lib/kvm_limit.c): N_hl reaches the floor, the
+ *      t_kvm_stage2, lib/kvm_stage2.c): N_hl reaches the floor, the
  *      module's own PMD count N_hc and AnonHugePages follow it, the memory
  *      is unchanged; the split blocks left stage 2 (the MMU notifier), so
  *      the next run takes one exit per 4 KiB page of the split part and
@@ -32,10 +32,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <glob.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -44,20 +44,18 @@
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
 
-#include "kvm_limit.h"
+#include "kvm_stage2.h"
 #include "kvm_util.h"
 #include "tap.h"
 #include "thp.h"
 #include "util.h"
 
-#define CODE_GPA	0x0ul
-#define CODE_SIZE	0x10000ul
-#define ENTRY_GPA	0x1000ul
 #define MMIO_GPA	0x10000000ul	/* in no memslot: an MMIO exit */
-#define SLOT_GPA	0x40000000ul	/* 1 GiB: 2 MiB aligned */
-#define SLOT_SIZE	(64ul << 20)
-#define PAGE		4096ul
-#define PAGES		(SLOT_SIZE / PAGE)
+#define ENTRY_GPA	KVM_S2_ENTRY
+#define SLOT_GPA	KVM_S2_SLOT_GPA
+#define SLOT_SIZE	KVM_S2_SLOT_SIZE
+#define PAGE		KVM_S2_PAGE
+#define PAGES		KVM_S2_PAGES
 /* Few exits: per 2 MiB block plus timer exits, far below one per page. */
 #define FEW_EXITS	(PAGES / 8)
 
@@ -77,33 +75,11 @@ static const uint32_t guest_code[] = {
 	0xb9000061, 0x17fffffb,
 };
 
-struct stage2_vm {
-	struct kvm_vm *vm;
-	struct kvm_vcpu *vcpu;
-	void *code;
-	uint8_t *mem;
-};
-
 static void vm_setup(struct stage2_vm *s, uint8_t *mem)
 {
-	s->mem = mem;
-	s->code = mmap(NULL, CODE_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	tap_require(s->code != MAP_FAILED, "mmap guest code");
-	memcpy((uint8_t *)s->code + ENTRY_GPA, guest_code, sizeof(guest_code));
-	s->vm = kvm_vm_create();
-	kvm_vm_set_memslot(s->vm, 0, CODE_GPA, s->code, CODE_SIZE);
-	kvm_vm_set_memslot(s->vm, 1, SLOT_GPA, mem, SLOT_SIZE);
-	s->vcpu = kvm_vcpu_create(s->vm, 0);
+	stage2_vm_setup(s, mem, guest_code, sizeof(guest_code));
 	kvm_vcpu_init_arm64(s->vcpu);
 	kvm_vcpu_set_core_reg(s->vcpu, KVM_ARM64_PC, ENTRY_GPA);
-}
-
-static void vm_free(struct stage2_vm *s)
-{
-	kvm_vcpu_free(s->vcpu);
-	kvm_vm_free(s->vm);
-	munmap(s->code, CODE_SIZE);
 }
 
 /*
@@ -116,7 +92,6 @@ static bool guest_touch(struct stage2_vm *s, const char *what,
 {
 	struct kvm_run *run = s->vcpu->run;
 	uint64_t before = kvm_vcpu_stat(s->vcpu, "exits");
-	size_t i, wrong = 0;
 	double t0, secs;
 	uint32_t word;
 
@@ -136,22 +111,7 @@ static bool guest_touch(struct stage2_vm *s, const char *what,
 		    "%s: guest loop ran to its MMIO write at %#lx (%s)", what,
 		    MMIO_GPA, kvm_vcpu_exit_str(s->vcpu)))
 		return false;
-	for (i = 0; i < PAGES; i++) {
-		memcpy(&word, s->mem + i * PAGE, sizeof(word));
-		wrong += word != marker;
-	}
-	return tap_ok(!wrong, "%s: guest wrote all %lu pages (%zu wrong)",
-		      what, PAGES, wrong);
-}
-
-static uint8_t *thp_memory(size_t misalign, const char *what)
-{
-	uint8_t *mem = thp_alloc(SLOT_SIZE, misalign, 1);
-
-	thp_fill(mem, SLOT_SIZE, misalign + 1);
-	tap_diag("%s: HVA %p, GPA %#lx, %ld host huge pages", what,
-		 (void *)mem, SLOT_GPA, thp_huge_pages(0, mem, SLOT_SIZE));
-	return mem;
+	return stage2_check_marker(s, what, marker);
 }
 
 /*
@@ -178,7 +138,7 @@ static void stage2_dump_diag(void)
 
 static void test_misaligned(void)
 {
-	uint8_t *mem = thp_memory(PAGE, "misaligned");
+	uint8_t *mem = stage2_thp_memory(PAGE, "misaligned");
 	struct stage2_vm s;
 	uint64_t exits;
 	long huge;
@@ -192,14 +152,14 @@ static void test_misaligned(void)
 		tap_ok(exits >= PAGES,
 		       "misaligned by 4 KiB: one stage-2 fault per 4 KiB page "
 		       "(%" PRIu64 " exits >= %lu pages)", exits, PAGES);
-	vm_free(&s);
+	stage2_vm_free(&s);
 	thp_free(mem, SLOT_SIZE);
 }
 
 static void test_aligned(struct stage2_vm *s)
 {
 	uint64_t want = SLOT_SIZE / thp_pmd_size(), exits;
-	uint8_t *mem = thp_memory(0, "aligned");
+	uint8_t *mem = stage2_thp_memory(0, "aligned");
 
 	tap_ok(thp_huge_pages(0, mem, SLOT_SIZE) == (long)want,
 	       "aligned: host backs the slot with %" PRIu64 " huge pages",
@@ -217,24 +177,12 @@ static void test_aligned(struct stage2_vm *s)
 static void test_limited(struct stage2_vm *s)
 {
 	uint64_t total = SLOT_SIZE / thp_pmd_size(), split_pages, most;
-	uint64_t exits, sum;
 	struct kvm_limit l;
-	long huge;
+	uint64_t exits;
 
-	sum = thp_checksum(s->mem, SLOT_SIZE);
 	if (!kvm_limit_to_floor(&l, "kvm-stage2", s->mem, SLOT_SIZE,
 				SLOT_GPA))
 		return;
-	tap_ok(l.limit == KVM_LIMIT_FLOOR,
-	       "limit: controller lowered N_hl from %" PRIu64 " to the floor %d",
-	       total, KVM_LIMIT_FLOOR);
-	huge = thp_huge_pages(0, s->mem, SLOT_SIZE);
-	tap_ok(l.hc == l.limit && huge == (long)l.limit,
-	       "limit: huge pages follow N_hl (module's PMD count N_hc %"
-	       PRIu64 ", AnonHugePages %ld, N_hl %" PRIu64 ")",
-	       l.hc, huge, l.limit);
-	tap_ok(thp_checksum(s->mem, SLOT_SIZE) == sum,
-	       "limit: guest memory unchanged by the splits");
 
 	/*
 	 * Per page for the split part; had the huge part been faulted per
@@ -274,6 +222,6 @@ int main(void)
 	test_misaligned();
 	test_aligned(&aligned);
 	test_limited(&aligned);
-	vm_free(&aligned);
+	stage2_vm_free(&aligned);
 	return tap_done();
 }
