@@ -2,7 +2,7 @@
 /*
  * t_kvm_stage2: real KVM stage-2 (NPT) mappings of THP-backed guest memory.
  * tlbb-test-timeout: 300
- * tlbb-test-arch: x86_64 (a 32-bit x86 payload in protected mode; arm64 KVM has no pages_2m statistic to check stage 2 with)
+ * tlbb-test-arch: x86_64 (a 32-bit x86 payload and the x86-only pages_2m statistic; arm64: t_kvm_stage2_arm64.c)
  *
  * Runs inside the TCG test guest where kvm-amd gives a real /dev/kvm with
  * nested paging.  A one-vCPU VM runs a few bytes of 32-bit code (paging
@@ -30,34 +30,23 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25	/* Linux 6.1 */
 #endif
 
-#include "cfs.h"
+#include "kvm_stage2.h"
 #include "kvm_util.h"
 #include "tap.h"
 #include "thp.h"
-#include "tlbb_defs.h"
 #include "util.h"
 
-#define CODE_GPA	0x0ul
-#define CODE_SIZE	0x10000ul
-#define ENTRY_GPA	0x1000ul
-#define SLOT_GPA	0x40000000ul	/* 1 GiB: 2 MiB aligned */
-#define SLOT_SIZE	(64ul << 20)
-#define PAGE		4096ul
+#define ENTRY_GPA	KVM_S2_ENTRY
+#define SLOT_GPA	KVM_S2_SLOT_GPA
+#define SLOT_SIZE	KVM_S2_SLOT_SIZE
+#define PAGE		KVM_S2_PAGE
 #define DONE_PORT	0x10
-
-/* Limiter case: the floor the limit stops at and the step to get there. */
-#define LIMIT_FLOOR	16
-#define LIMIT_STEP	4
-/* The paper's mcf shape: huge group ~2.18 M/s, small group < 450/s. */
-#define INJECT_HUGE	2180000
-#define INJECT_SMALL	400
 
 /*
  * eax = first page, ebx = marker, ecx = number of pages:
@@ -77,73 +66,33 @@ static const uint8_t guest_code[] = {
 	0xf4,
 };
 
-struct stage2_vm {
-	struct kvm_vm *vm;
-	struct kvm_vcpu *vcpu;
-	void *code;
-	uint8_t *mem;
-};
-
 static void vm_setup(struct stage2_vm *s, uint8_t *mem)
 {
-	s->mem = mem;
-	s->code = mmap(NULL, CODE_SIZE, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	tap_require(s->code != MAP_FAILED, "mmap guest code");
-	memcpy((uint8_t *)s->code + ENTRY_GPA, guest_code, sizeof(guest_code));
-	s->vm = kvm_vm_create();
-	kvm_vm_set_memslot(s->vm, 0, CODE_GPA, s->code, CODE_SIZE);
-	kvm_vm_set_memslot(s->vm, 1, SLOT_GPA, mem, SLOT_SIZE);
-	s->vcpu = kvm_vcpu_create(s->vm, 0);
+	stage2_vm_setup(s, mem, guest_code, sizeof(guest_code));
 	kvm_vcpu_setup_pm32(s->vcpu);
-}
-
-static void vm_free(struct stage2_vm *s)
-{
-	kvm_vcpu_free(s->vcpu);
-	kvm_vm_free(s->vm);
-	munmap(s->code, CODE_SIZE);
 }
 
 /* Run the guest loop once; true if it exited as planned and wrote all. */
 static bool guest_touch(struct stage2_vm *s, const char *what,
 			uint32_t marker)
 {
-	size_t pages = SLOT_SIZE / PAGE, i, wrong = 0;
 	double t0 = tlbb_now_s();
-	uint32_t word;
 
-	kvm_vcpu_set_regs32(s->vcpu, ENTRY_GPA, SLOT_GPA, marker, pages, 0);
+	kvm_vcpu_set_regs32(s->vcpu, ENTRY_GPA, SLOT_GPA, marker,
+			    KVM_S2_PAGES, 0);
 	kvm_vcpu_run(s->vcpu);
 	if (!tap_ok(s->vcpu->run->exit_reason == KVM_EXIT_IO &&
 		    s->vcpu->run->io.port == DONE_PORT,
 		    "%s: guest loop ran to its out 0x%x (%s, %.2f s)", what,
 		    DONE_PORT, kvm_vcpu_exit_str(s->vcpu), tlbb_now_s() - t0))
 		return false;
-	for (i = 0; i < pages; i++) {
-		memcpy(&word, s->mem + i * PAGE, sizeof(word));
-		wrong += word != marker;
-	}
-	return tap_ok(!wrong, "%s: guest wrote all %zu pages (%zu wrong)",
-		      what, pages, wrong);
-}
-
-static uint8_t *thp_memory(size_t misalign, const char *what)
-{
-	uint8_t *mem = thp_alloc(SLOT_SIZE, misalign, 1);
-	long huge;
-
-	thp_fill(mem, SLOT_SIZE, misalign + 1);
-	huge = thp_huge_pages(0, mem, SLOT_SIZE);
-	tap_diag("%s: HVA %p, GPA %#lx, %ld host huge pages", what,
-		 (void *)mem, SLOT_GPA, huge);
-	return mem;
+	return stage2_check_marker(s, what, marker);
 }
 
 static void test_aligned(struct stage2_vm *s)
 {
 	uint64_t want = SLOT_SIZE / thp_pmd_size(), p2m, p4k;
-	uint8_t *mem = thp_memory(0, "aligned");
+	uint8_t *mem = stage2_thp_memory(0, "aligned");
 
 	tap_ok(thp_huge_pages(0, mem, SLOT_SIZE) == (long)want,
 	       "aligned: host backs the slot with %" PRIu64 " huge pages",
@@ -161,7 +110,7 @@ static void test_aligned(struct stage2_vm *s)
 static void test_misaligned(void)
 {
 	uint64_t p2m, p4k, pages = SLOT_SIZE / PAGE;
-	uint8_t *mem = thp_memory(PAGE, "misaligned");
+	uint8_t *mem = stage2_thp_memory(PAGE, "misaligned");
 	struct stage2_vm s;
 	long huge;
 
@@ -181,76 +130,20 @@ static void test_misaligned(void)
 	tap_ok(p4k >= pages,
 	       "misaligned: the slot is mapped with 4 KiB pages (pages_4k %"
 	       PRIu64 " >= %" PRIu64 ")", p4k, pages);
-	vm_free(&s);
+	stage2_vm_free(&s);
 	thp_free(mem, SLOT_SIZE);
-}
-
-static bool set_ok(int err, const char *what)
-{
-	return tap_ok(!err, "limit: write %s (%s)", what,
-		      err ? strerror(-err) : "ok");
 }
 
 /* Register the aligned VM, let the controller lower N_hl to the floor. */
 static void test_limited(struct stage2_vm *s)
 {
-	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit = 0, hc = 0;
-	uint64_t sum, p2m, p4k;
-	struct stat st;
-	char vm[64];
-	double t0;
-	long huge;
-	bool ok = true;
+	uint64_t total = SLOT_SIZE / thp_pmd_size(), limit, p2m, p4k;
+	struct kvm_limit l;
 
-	if (!tap_ok(!stat(TLBB_CFS_ROOT, &st),
-		    "limit: tlbbalance.ko is loaded (" TLBB_CFS_ROOT ")"))
+	if (!kvm_limit_to_floor(&l, "kvm-stage2", s->mem, SLOT_SIZE,
+				SLOT_GPA))
 		return;
-	snprintf(vm, sizeof(vm), "kvm-stage2-%d", (int)getpid());
-	if (!set_ok(tlbb_vm_create(vm), "mkdir vms/<vm>"))
-		return;
-	ok &= set_ok(tlbb_set(vm, "pid", "%d\n", (int)getpid()), "pid");
-	ok &= set_ok(tlbb_set(vm, "vcpu_tids", "%d\n", (int)gettid()),
-		     "vcpu_tids");
-	ok &= set_ok(tlbb_set(vm, "ranges", "%#lx %#lx %#lx\n",
-			      (unsigned long)s->mem, SLOT_SIZE, SLOT_GPA),
-		     "ranges");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_interval_ms, 10),
-		     "interval_ms");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_sustain_ms, 0), "sustain_ms");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_samples, 1), "samples");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_step_pages, LIMIT_STEP),
-		     "step_pages");
-	ok &= set_ok(tlbb_set_param(vm, TLBB_P_floor_pages, LIMIT_FLOOR),
-		     "floor_pages");
-	ok &= set_ok(tlbb_set(vm, "mode", "balance\n"), "mode balance");
-	ok &= set_ok(tlbb_inject(vm, INJECT_HUGE, INJECT_SMALL),
-		     "inject (huge-dominant refills)");
-	if (!ok)
-		goto out;
-	sum = thp_checksum(s->mem, SLOT_SIZE);
-
-	/* The limit steps down to the floor; the limiter follows it. */
-	t0 = tlbb_now_s();
-	while (tlbb_now_s() - t0 < 60) {
-		limit = tlbb_stat_u64(vm, TLBB_S_huge_limit);
-		hc = tlbb_stat_u64(vm, TLBB_S_huge_pages);
-		if (limit == LIMIT_FLOOR && hc <= limit)
-			break;
-		usleep(20000);
-	}
-	tlbb_inject_off(vm);
-	tap_diag("limit: N_hl=%" PRIu64 " N_hc=%" PRIu64 " after %.2f s, "
-		 "splits=%" PRIu64, limit, hc, tlbb_now_s() - t0,
-		 tlbb_stat_u64(vm, TLBB_S_splits));
-	tap_ok(limit == LIMIT_FLOOR,
-	       "limit: controller lowered N_hl from %" PRIu64 " to the floor %d",
-	       total, LIMIT_FLOOR);
-	huge = thp_huge_pages(0, s->mem, SLOT_SIZE);
-	tap_ok(hc == limit && huge == (long)limit,
-	       "limit: huge pages follow N_hl (N_hc %" PRIu64
-	       ", AnonHugePages %ld, N_hl %" PRIu64 ")", hc, huge, limit);
-	tap_ok(thp_checksum(s->mem, SLOT_SIZE) == sum,
-	       "limit: guest memory unchanged by the splits");
+	limit = l.limit;
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
 	tap_ok(p2m <= limit,
 	       "limit: split huge pages left stage 2 at once (pages_2m %"
@@ -268,12 +161,10 @@ static void test_limited(struct stage2_vm *s)
 	       "(pages_4k %" PRIu64 ")", p4k);
 
 	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
-	ok = set_ok(tlbb_set(vm, "mode", "off\n"), "mode off");
-	if (ok && !tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
-			  "restored: MADV_COLLAPSE of the slot after mode off "
-			  "(%s)", strerror(errno)))
-		ok = false;
-	if (ok) {
+	if (kvm_limit_mode(&l, "off") &&
+	    tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
+		   "restored: MADV_COLLAPSE of the slot after mode off (%s)",
+		   strerror(errno))) {
 		guest_touch(s, "restored", 0x2e5e0004);
 		p2m = kvm_vm_stat(s->vm, "pages_2m");
 		tap_ok(p2m == total,
@@ -281,9 +172,7 @@ static void test_limited(struct stage2_vm *s)
 		       "lifted (pages_2m %" PRIu64 " == %" PRIu64 ")",
 		       p2m, total);
 	}
-out:
-	tlbb_set(vm, "mode", "off\n");
-	set_ok(tlbb_vm_remove(vm), "rmdir vms/<vm>");
+	kvm_limit_remove(&l);
 }
 
 int main(void)
@@ -297,6 +186,6 @@ int main(void)
 	test_misaligned();
 	test_aligned(&aligned);
 	test_limited(&aligned);
-	vm_free(&aligned);
+	stage2_vm_free(&aligned);
 	return tap_done();
 }

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tlbb-test-arch: x86_64 (kvm_sregs, 32-bit protected-mode vCPU setup) */
+/*
+ * The architecture-neutral part of kvm_util.h: VM, memslots, statistics,
+ * vCPU creation, KVM_RUN.  The vCPU setup is in kvm_util_x86.c and
+ * kvm_util_arm64.c.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,12 +15,6 @@
 
 #include "kvm_util.h"
 #include "tap.h"
-
-#define kvm_ioctl(fd, req, arg, what) ({				\
-	int __r = ioctl(fd, req, arg);					\
-	if (__r < 0)							\
-		tap_bail("%s: %s", what, strerror(errno));		\
-	__r; })
 
 struct kvm_vm *kvm_vm_create(void)
 {
@@ -64,7 +62,7 @@ static void pread_all(int fd, void *buf, size_t len, off_t off)
 			 n < 0 ? strerror(errno) : "short read");
 }
 
-uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
+static uint64_t stats_fd_read(int fd, const char *name, const char *whose)
 {
 	struct kvm_stats_header h;
 	struct kvm_stats_desc *d;
@@ -72,24 +70,37 @@ uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
 	uint64_t val;
 	uint32_t i;
 
-	pread_all(vm->stats_fd, &h, sizeof(h), 0);
+	pread_all(fd, &h, sizeof(h), 0);
 	dsize = sizeof(*d) + h.name_size;
 	d = malloc(dsize);
 	if (!d)
 		tap_bail("malloc");
 	for (i = 0; i < h.num_desc; i++) {
-		pread_all(vm->stats_fd, d, dsize, h.desc_offset + i * dsize);
+		pread_all(fd, d, dsize, h.desc_offset + i * dsize);
 		if (strncmp(d->name, name, h.name_size))
 			continue;
 		if (d->size != 1)
 			tap_bail("KVM stat %s has %u values", name, d->size);
-		pread_all(vm->stats_fd, &val, sizeof(val),
+		pread_all(fd, &val, sizeof(val),
 			  h.data_offset + d->offset);
 		free(d);
 		return val;
 	}
 	free(d);
-	tap_bail("KVM has no VM statistic named %s", name);
+	tap_bail("KVM has no %s statistic named %s", whose, name);
+}
+
+uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
+{
+	return stats_fd_read(vm->stats_fd, name, "VM");
+}
+
+uint64_t kvm_vcpu_stat(struct kvm_vcpu *vcpu, const char *name)
+{
+	if (vcpu->stats_fd < 0)
+		vcpu->stats_fd = kvm_ioctl(vcpu->fd, KVM_GET_STATS_FD, NULL,
+					   "KVM_GET_STATS_FD (vcpu)");
+	return stats_fd_read(vcpu->stats_fd, name, "vCPU");
 }
 
 struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id)
@@ -100,6 +111,7 @@ struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id)
 	if (!vcpu)
 		tap_bail("calloc");
 	vcpu->vm = vm;
+	vcpu->stats_fd = -1;
 	vcpu->fd = kvm_ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)id,
 			     "KVM_CREATE_VCPU");
 	size = kvm_ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0,
@@ -115,50 +127,10 @@ struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id)
 void kvm_vcpu_free(struct kvm_vcpu *vcpu)
 {
 	munmap(vcpu->run, vcpu->run_size);
+	if (vcpu->stats_fd >= 0)
+		close(vcpu->stats_fd);
 	close(vcpu->fd);
 	free(vcpu);
-}
-
-static void flat_segment(struct kvm_segment *s, uint16_t sel, uint8_t type)
-{
-	memset(s, 0, sizeof(*s));
-	s->base = 0;
-	s->limit = 0xffffffff;
-	s->selector = sel;
-	s->type = type;
-	s->present = 1;
-	s->dpl = 0;
-	s->db = 1;	/* 32-bit */
-	s->s = 1;	/* code/data */
-	s->g = 1;	/* 4 KiB granularity */
-}
-
-void kvm_vcpu_setup_pm32(struct kvm_vcpu *vcpu)
-{
-	struct kvm_sregs sregs;
-
-	kvm_ioctl(vcpu->fd, KVM_GET_SREGS, &sregs, "KVM_GET_SREGS");
-	flat_segment(&sregs.cs, 0x08, 11);	/* execute/read, accessed */
-	flat_segment(&sregs.ds, 0x10, 3);	/* read/write, accessed */
-	sregs.es = sregs.ds;
-	sregs.fs = sregs.ds;
-	sregs.gs = sregs.ds;
-	sregs.ss = sregs.ds;
-	sregs.cr0 = (sregs.cr0 | 1) & ~(1ul << 31);	/* PE on, PG off */
-	sregs.cr4 = 0;
-	sregs.efer = 0;
-	kvm_ioctl(vcpu->fd, KVM_SET_SREGS, &sregs, "KVM_SET_SREGS");
-}
-
-void kvm_vcpu_set_regs32(struct kvm_vcpu *vcpu, uint32_t eip, uint32_t eax,
-			 uint32_t ebx, uint32_t ecx, uint32_t edx)
-{
-	struct kvm_regs regs = {
-		.rip = eip, .rax = eax, .rbx = ebx, .rcx = ecx, .rdx = edx,
-		.rflags = 2,
-	};
-
-	kvm_ioctl(vcpu->fd, KVM_SET_REGS, &regs, "KVM_SET_REGS");
 }
 
 uint32_t kvm_vcpu_run(struct kvm_vcpu *vcpu)
@@ -183,6 +155,15 @@ const char *kvm_vcpu_exit_str(struct kvm_vcpu *vcpu)
 		snprintf(buf, sizeof(buf), "KVM_EXIT_IO %s port %#x size %u",
 			 run->io.direction == KVM_EXIT_IO_OUT ? "out" : "in",
 			 run->io.port, run->io.size);
+		break;
+	case KVM_EXIT_MMIO:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_MMIO %s %#llx len %u",
+			 run->mmio.is_write ? "write" : "read",
+			 (unsigned long long)run->mmio.phys_addr, run->mmio.len);
+		break;
+	case KVM_EXIT_SYSTEM_EVENT:
+		snprintf(buf, sizeof(buf), "KVM_EXIT_SYSTEM_EVENT type %u",
+			 run->system_event.type);
 		break;
 	case KVM_EXIT_FAIL_ENTRY:
 		snprintf(buf, sizeof(buf), "KVM_EXIT_FAIL_ENTRY reason %#llx",

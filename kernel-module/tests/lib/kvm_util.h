@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A small KVM helper library in the style of the kernel's KVM selftests:
- * create a VM, add memslots, create a vCPU that starts in 32-bit protected
- * mode with paging off (so guest-physical = linear address), run it, and
- * read the VM's binary statistics (KVM_GET_STATS_FD), e.g. pages_2m.
+ * create a VM, add memslots, create a vCPU with the MMU off (so
+ * guest-physical = virtual address): on x86 in 32-bit protected mode
+ * (kvm_util_x86.c), on arm64 in AArch64 EL1 (kvm_util_arm64.c); run it,
+ * and read the VM's and vCPU's binary statistics (KVM_GET_STATS_FD), e.g.
+ * pages_2m (x86) or exits.
  *
  * Every helper aborts the test (tap_bail) when the ioctl fails: a test
  * cannot go on without its VM.
@@ -14,6 +16,14 @@
 #include <linux/kvm.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
+
+/* ioctl() that aborts the test (tap_bail) on failure; the caller has tap.h. */
+#define kvm_ioctl(fd, req, arg, what) ({				\
+	int __r = ioctl(fd, req, arg);					\
+	if (__r < 0)							\
+		tap_bail("%s: %s", what, strerror(errno));		\
+	__r; })
 
 struct kvm_vm {
 	int kvm_fd;
@@ -24,6 +34,7 @@ struct kvm_vm {
 struct kvm_vcpu {
 	struct kvm_vm *vm;
 	int fd;
+	int stats_fd;		/* -1 until kvm_vcpu_stat() opens it */
 	struct kvm_run *run;
 	size_t run_size;
 };
@@ -38,6 +49,10 @@ uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name);
 
 struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id);
 void kvm_vcpu_free(struct kvm_vcpu *vcpu);
+/* Read one vCPU statistic by name ("exits"); aborts if it is absent. */
+uint64_t kvm_vcpu_stat(struct kvm_vcpu *vcpu, const char *name);
+
+#if defined(__x86_64__)
 /*
  * Flat 4 GiB code and data segments, CR0.PE=1, CR0.PG=0, EFER=0: the vCPU
  * runs 32-bit code at entry with guest-physical = linear addresses.
@@ -46,6 +61,18 @@ void kvm_vcpu_setup_pm32(struct kvm_vcpu *vcpu);
 /* Set eip (rip), eax, ebx, ecx, edx, clear the rest, rflags = 2. */
 void kvm_vcpu_set_regs32(struct kvm_vcpu *vcpu, uint32_t eip, uint32_t eax,
 			 uint32_t ebx, uint32_t ecx, uint32_t edx);
+#elif defined(__aarch64__)
+/*
+ * KVM_ARM_VCPU_INIT with the host's preferred target (PSCI 0.2+ is on by
+ * default): the vCPU starts in AArch64 EL1h with the MMU off, so its
+ * addresses are guest-physical.
+ */
+void kvm_vcpu_init_arm64(struct kvm_vcpu *vcpu);
+/* Set a core register: x0..x30 as 0..30, KVM_ARM64_PC for the pc. */
+#define KVM_ARM64_PC	32
+void kvm_vcpu_set_core_reg(struct kvm_vcpu *vcpu, unsigned int reg,
+			   uint64_t val);
+#endif
 /* KVM_RUN once; returns run->exit_reason (aborts on ioctl failure). */
 uint32_t kvm_vcpu_run(struct kvm_vcpu *vcpu);
 /* A human-readable description of the last exit, for diagnostics. */
