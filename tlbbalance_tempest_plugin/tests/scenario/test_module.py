@@ -10,6 +10,8 @@ and KVM's stage-2 mappings (QMP ``query-stats``, read by ``tlbbalance
 status``) are real.
 """
 
+import time
+
 from oslo_log import log as logging
 from tempest import config
 from tempest.lib import decorators
@@ -99,12 +101,17 @@ class ModuleTraitTest(base.TLBBalanceTest):
                           'a kvm host' % trait)
         flavor = self.tagged_flavor(
             ram=ram, **dict(specs, **{'trait:%s' % trait: 'required'}))
+        t0 = time.monotonic()
         server = self.boot(flavor)
+        t_active = time.monotonic() - t0
         host, domain = self.where(server['id'])
         self.modules_present(host)
         rep = hosts.wait_until('%s registered on %s' % (domain, host.name),
                                lambda: self._registered(host, domain),
                                CONF.tlbbalance.host_check_timeout)
+        LOG.info('%s on %s: POST /servers -> ACTIVE %.1f s, registered '
+                 '%.1f s after POST', domain, host.name, t_active,
+                 time.monotonic() - t0)
         return host, domain, rep
 
     @staticmethod
