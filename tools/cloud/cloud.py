@@ -25,6 +25,9 @@ Environment:
                           tlbb-fast-2; migrations need two)
     TLBB_CLOUD_HUGEPAGES  2 MiB pages each compute host adds to the pool
                           while it runs (default 48)
+    TLBB_CLOUD_KVM_HOST   1: also a kvm host, tlbb-kvm-1 (kvmhost.py: a
+                          node with real KVM, tlbbalance.ko and the hook,
+                          driven by a nova-compute here); default 0
     TLBB_CACHE            cache dir (virtualenv, libvirt capabilities)
 
 Facts a client needs (URLs, image and flavor ids, hosts and their libvirt
@@ -53,6 +56,7 @@ import api  # noqa: E402
 import backends  # noqa: E402
 import computehost  # noqa: E402
 import configs  # noqa: E402
+import kvmhost  # noqa: E402
 import libvirthost  # noqa: E402
 import openstack  # noqa: E402
 import procs  # noqa: E402
@@ -280,13 +284,18 @@ def up(args):
         caps_cache=os.path.join(CACHE, 'libvirt-capabilities'),
         hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')))
         for i in range(nhosts)]
+    if os.environ.get('TLBB_CLOUD_KVM_HOST') == '1':
+        hosts.append(kvmhost.KvmHost(lay, state, 'tlbb-kvm-1'))
     # the hosts' libvirtds start (and probe QEMU) while the schemas sync
-    pool = concurrent.futures.ThreadPoolExecutor(max(1, nhosts))
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, len(hosts)))
     futs = []
     try:
         backends.start_mariadb(lay, state)
         backends.start_rabbit(lay, state)
         cfg = openstack.write_configs(lay)
+        for h in hosts:
+            if h.kind == 'kvm':
+                h.boot()    # records its keeper: from this thread
         futs = [pool.submit(h.start_libvirt) for h in hosts]
         backends.setup_databases(lay, state)
         steps['databases'] = time.monotonic() - t0
@@ -311,6 +320,10 @@ def up(args):
         for h in hosts:
             h.start_nova_compute(lay.path('data', 'instances'),
                                  provider_dir)
+            if h.kind == 'kvm':
+                say('node of %s: booted in %.0f s, module loaded: %s'
+                    % (h.name, h.node_info['boot_seconds'],
+                       h.node_info['module_loaded']))
         state['hosts'] = [h.state() for h in hosts]
         say('waiting for the compute hosts')
         wait_computes(lay, state, hosts)
@@ -339,7 +352,7 @@ def up(args):
         concurrent.futures.wait(futs)
         for h in hosts:
             try:
-                h.lh.stop()
+                h.stop()
             except Exception as e:    # noqa: BLE001 - keep cleaning
                 say('stopping %s: %s' % (h.name, e))
         state['hosts'] = []
@@ -403,6 +416,8 @@ def processes(state):
     hosts' daemons and nova-computes included."""
     out = [(r['name'], r['pid'], procs.alive(r)) for r in state.procs]
     for h in state.get('hosts', []):
+        if h.get('kind') == 'kvm':
+            continue    # its processes are in state.procs
         recs = [('ns', h['holder'])] + list(h['daemons'].items()) + \
             list(h['procs'].items())
         for n, r in recs:

@@ -19,6 +19,7 @@ import libvirthost
 
 
 class ComputeHost:
+    kind = 'fast'
 
     def __init__(self, lay, name, caps_cache, hugepages):
         self.lay = lay
@@ -63,12 +64,16 @@ class ComputeHost:
 
     def facts(self):
         """What a client needs to reach this host (cloud.json)."""
-        return {'name': self.name, 'kind': 'fast', 'uri': self.lh.uri,
+        return {'name': self.name, 'kind': self.kind, 'uri': self.lh.uri,
                 'exec': self.lh.ns_prefix(), 'hook_log': self.hook_log,
                 'hugetlbfs': libvirthost.HUGETLBFS_IN_NS}
 
     def state(self):
-        return dict(self.lh.state(), name=self.name, uri=self.lh.uri)
+        return dict(self.lh.state(), name=self.name, uri=self.lh.uri,
+                    kind=self.kind)
+
+    def stop(self):
+        self.lh.stop()
 
 
 def domains(uri):
@@ -89,7 +94,11 @@ def destroy_domains(uri, log=print):
 
 
 def stop_saved(saved, log=print):
-    """Stop a host from its saved state (another process started it)."""
+    """Stop a host from its saved state (another process started it).
+    A kvm host has nothing here: its processes are the cloud's recorded
+    ones (kvmhost.py)."""
+    if saved.get('kind') == 'kvm':
+        return
     lh = libvirthost.LibvirtHost.from_state(saved)
     if lh.pids.get('libvirtd'):
         destroy_domains(saved['uri'], log=log)

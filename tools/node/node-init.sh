@@ -63,6 +63,16 @@ mount -t hugetlbfs -o pagesize=2M hugetlbfs /dev/hugepages
 echo "${TLBB_HUGEPAGES:-0}" >/proc/sys/vm/nr_hugepages
 echo "${TLBB_THP:-always}" >/sys/kernel/mm/transparent_hugepage/enabled
 ip link set lo up 2>/dev/null
+# Writable host directories at their own path, caching off: the host
+# writes files there (tools/cloud's kvm host: nova-compute's instances)
+# and QEMU in the node opens them, both must see every write at once.
+for share in $TLBB_SHARES; do
+	tag=${share%%:*} dir=${share#*:}
+	mkdir -p "$dir" &&
+		mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none \
+			"$tag" "$dir" ||
+		error "cannot mount the $tag share on $dir"
+done
 
 # The booted kernel's modules, from the kernel cache (host path).
 mkdir -p "/lib/modules/$TLBB_KVER"
@@ -160,6 +170,11 @@ EOF
 		fi
 	else
 		error "libvirtd does not answer"
+	fi
+	if [ -n "$TLBB_LIBVIRT_RELAY" ]; then
+		/usr/bin/python3 "$TLBB_REPO/tools/node/relay.py" \
+			>>/run/tlbb/relay.log 2>&1 &
+		step libvirt-relay
 	fi
 fi
 

@@ -315,17 +315,27 @@ def build_payload():
     return os.path.join(out, 'tlbb-payload.elf')
 
 
-def hook_install_cmd():
+def hook_install_cmd(log_file=None):
     """Shell command run in the node (before libvirtd starts) that installs
     the working tree's libvirt hook with its own installer (docs/hook.md),
     under Debian's python3, logging each phase to a file."""
     if not os.path.exists(os.path.join(REPO, 'libvirt-hooks', 'tlbbalance')):
         return None
     return ('/usr/bin/python3 -m nova_tlbbalance.hook.install '
-            '--log-file /var/log/tlbbalance-hook.log --syslog ""')
+            '--log-file %s --syslog ""'
+            % shlex.quote(log_file or '/var/log/tlbbalance-hook.log'))
 
 
 # -------------------------------------------------------------------- node
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the parent exits."""
+    import ctypes
+    import signal
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig,
+                                            signal.SIGKILL, 0, 0, 0)
+
 
 class Node:
     """One booted node. Use as a context manager (boots, powers off)."""
@@ -333,7 +343,9 @@ class Node:
     def __init__(self, kernel='6.1', mem_mb=2048, smp=None, libvirt=True,
                  module=True, module_params='allow_inject=1', hook=True,
                  hugepages=0, thp='always', keep=False, boot_timeout=600,
-                 ssh_port=None, netns=None):
+                 ssh_port=None, netns=None, hostname=None, shares=(),
+                 libvirt_relay=None, hook_log=None, run_dir=None,
+                 own_session=False):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -351,6 +363,21 @@ class Node:
         # machine's loopback), where QEMU is started.
         self.ssh_port = ssh_port
         self.netns = netns
+        # tools/cloud's kvm host: the node's host name (what libvirt and
+        # nova call the hypervisor), writable host directories mounted at
+        # their own path in the node with caching off ((host path, node
+        # path) pairs), a host unix socket relayed to the node's libvirtd
+        # over a virtio-serial port, where the hook logs, and a fixed
+        # run dir (console, io share) instead of a temporary one.
+        self.hostname = hostname
+        self.shares = list(shares)
+        self.libvirt_relay = libvirt_relay
+        self.hook_log = hook_log
+        self.fixed_run_dir = run_dir
+        # QEMU in a session of its own, killed when its parent dies: a
+        # signal to the launcher's process group (tools/cloud stops its
+        # processes that way) must not end the node before poweroff().
+        self.own_session = own_session
         self.proc = None
         self.sock = None
         self.exit_status = None
@@ -365,7 +392,8 @@ class Node:
         self.kernel = Kernel(self.kernel_line)
         self.initramfs = build_initramfs(self.kernel)
         self.ko = build_module(self.kernel) if self.module else ''
-        self.hook_cmd = (hook_install_cmd() or '') if self.hook else ''
+        self.hook_cmd = (hook_install_cmd(self.hook_log) or '') \
+            if self.hook else ''
         if self.hook and self.libvirt and not self.hook_cmd:
             raise NodeError('no libvirt hook in the working tree '
                             '(libvirt-hooks/): pass hook=False to boot '
@@ -375,7 +403,12 @@ class Node:
     def start(self):
         if not hasattr(self, 'kernel'):
             self.prepare()
-        self.run_dir = tempfile.mkdtemp(prefix='tlbb-node-')
+        if self.fixed_run_dir:
+            self.run_dir = self.fixed_run_dir
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            os.makedirs(self.run_dir)
+        else:
+            self.run_dir = tempfile.mkdtemp(prefix='tlbb-node-')
         self.io_dir = os.path.join(self.run_dir, 'io')
         os.makedirs(self.io_dir)
         self.console = os.path.join(self.run_dir, 'console.log')
@@ -389,6 +422,11 @@ class Node:
             'TLBB_HOOK_CMD': self.hook_cmd, 'TLBB_CAPS_DIR': caps,
             'TLBB_HUGEPAGES': str(self.hugepages), 'TLBB_THP': self.thp,
             'TLBB_NET': '1' if self.ssh_port else '0',
+            'TLBB_HOSTNAME': self.hostname or '',
+            'TLBB_SHARES': ' '.join('tlbbshare%d:%s' % (i, guest)
+                                    for i, (_, guest) in
+                                    enumerate(self.shares)),
+            'TLBB_LIBVIRT_RELAY': '1' if self.libvirt_relay else '',
         }
         with open(os.path.join(self.io_dir, 'node.env'), 'w') as f:
             for k, v in env.items():
@@ -424,6 +462,16 @@ class Node:
                         % sock_path,
             '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
         ]
+        for i, (host_path, _) in enumerate(self.shares):
+            argv += ['-virtfs', 'local,path=%s,mount_tag=tlbbshare%d,'
+                     'security_model=none,multidevs=remap' % (host_path, i)]
+        if self.libvirt_relay:
+            # platform.md, "Driving a node's libvirtd from the host": one
+            # long-lived client (nova-compute) per port.
+            argv += ['-chardev', 'socket,id=libvirt,path=%s,server=on,'
+                     'wait=off' % self.libvirt_relay,
+                     '-device', 'virtserialport,chardev=libvirt,'
+                     'name=tlbb.libvirt']
         if self.ssh_port:
             argv += ['-netdev', 'user,id=net0,restrict=on,'
                      'hostfwd=tcp:127.0.0.1:%d-:22' % self.ssh_port,
@@ -431,9 +479,10 @@ class Node:
         if self.netns:
             argv = ['ip', 'netns', 'exec', self.netns] + argv
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=self.own_session,
+            preexec_fn=_die_with_parent if self.own_session else None)
         try:
             self._connect(sock_path)
             self.ready = self._recv(self.boot_timeout)
