@@ -418,8 +418,10 @@ def processes(state):
     for h in state.get('hosts', []):
         if h.get('kind') == 'kvm':
             continue    # its processes are in state.procs
-        recs = [('ns', h['holder'])] + list(h['daemons'].items()) + \
-            list(h['procs'].items())
+        # .get(): a state.json from an older tools/cloud lacks these
+        recs = [('ns', h.get('holder'))] + \
+            list(h.get('daemons', {}).items()) + \
+            list(h.get('procs', {}).items())
         for n, r in recs:
             if r:
                 out.append(('%s-%s' % (n, h['name']), r['pid'],

@@ -99,6 +99,10 @@ def stop_saved(saved, log=print):
     ones (kvmhost.py)."""
     if saved.get('kind') == 'kvm':
         return
+    if 'workdir' not in saved:
+        log('compute host %s: state from an older tools/cloud, nothing '
+            'to stop by it' % saved.get('name'))
+        return
     lh = libvirthost.LibvirtHost.from_state(saved)
     if lh.pids.get('libvirtd'):
         destroy_domains(saved['uri'], log=log)
