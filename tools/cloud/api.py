@@ -110,7 +110,8 @@ def reachable(url, timeout=5):
         return False
 
 
-def wait_server_status(client, server_id, want, timeout, fail=('ERROR',)):
+def wait_server_status(client, server_id, want, timeout, fail=('ERROR',),
+                       interval=0.5):
     """Poll a server until its status is ``want``; the server dict."""
     end = time.monotonic() + timeout
     while True:
@@ -123,4 +124,4 @@ def wait_server_status(client, server_id, want, timeout, fail=('ERROR',)):
         if time.monotonic() > end:
             raise RuntimeError('server %s still %s after %d s'
                                % (server_id, s['status'], timeout))
-        time.sleep(0.5)
+        time.sleep(interval)

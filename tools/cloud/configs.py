@@ -317,23 +317,6 @@ def nova_compute_kvm(lay, host, instances, libvirt_uri, provider_dir):
     return c
 
 
-# Placement trait of the hosts with tlbbalance.ko loaded (docs/cloud.md).
-MODULE_TRAIT = 'CUSTOM_TLBBALANCE_MODULE'
-
-
-def provider_config(hypervisor, traits):
-    """nova's provider config file (``[compute]
-    provider_config_location``, schema 1.0) adding traits to the compute
-    node resource provider named ``hypervisor``. JSON is YAML: no YAML
-    library needed."""
-    import json
-    return json.dumps({
-        'meta': {'schema_version': '1.0'},
-        'providers': [{'identification': {'name': hypervisor},
-                       'traits': {'additional': list(traits)}}],
-    }, indent=1) + '\n'
-
-
 def uwsgi(lay, name, module, extra=()):
     """uwsgi argv for one API service on 127.0.0.1."""
     return [

@@ -155,20 +155,21 @@ class KvmHost:
         return time.monotonic() - t0
 
     def write_provider_config(self):
-        """The module trait for this node's resource provider, only when
-        the module is loaded there (a fast host gets no file)."""
+        """The node's traits, as an operator's host gets them (the Ansible
+        role runs the same command): ``python3 -m
+        nova_tlbbalance.provider_config`` run in the node reads its facts
+        there (CUSTOM_TLBBALANCE_MODULE when the module is loaded). The
+        node sees this machine's files read-only, so the text comes back
+        on stdout and is written here."""
         os.makedirs(self.provider_dir, exist_ok=True)
-        path = os.path.join(self.provider_dir, 'tlbbalance.yaml')
-        if os.path.exists(path):
-            os.unlink(path)
-        loaded = self.node_run(
-            ['sh', '-c', 'test -d /sys/kernel/config/tlbbalance && echo yes '
-             '|| echo no'], 'module check').strip() == 'yes'
+        text = self.node_run(
+            [self.lay.bin('python'), '-m', 'nova_tlbbalance.provider_config',
+             '--name', self.name], 'provider config')
+        with open(os.path.join(self.provider_dir, 'tlbbalance.yaml'),
+                  'w') as f:
+            f.write(text)
+        loaded = "'CUSTOM_TLBBALANCE_MODULE'" in text
         self.node_info['module_loaded'] = loaded
-        if loaded:
-            with open(path, 'w') as f:
-                f.write(configs.provider_config(self.name,
-                                                [configs.MODULE_TRAIT]))
         return loaded
 
     def start_nova_compute(self, instances=None, provider_dir=None):
