@@ -16,24 +16,15 @@ Commands run one at a time, as root, in the working tree. Only the standard
 library: it runs under Debian's /usr/bin/python3 inside the node.
 """
 
-import glob
 import json
 import os
 import subprocess
 import sys
 import time
 
+import vport
+
 PORT_NAME = 'tlbb.agent'
-
-
-def find_port():
-    for _ in range(100):
-        for name_file in glob.glob('/sys/class/virtio-ports/*/name'):
-            with open(name_file) as f:
-                if f.read().strip() == PORT_NAME:
-                    return '/dev/' + name_file.split('/')[-2]
-        time.sleep(0.1)
-    raise SystemExit('agent: no virtio-serial port named %s' % PORT_NAME)
 
 
 def read_lines(fd):
@@ -120,7 +111,7 @@ def _text(data):
 
 
 def main():
-    port = find_port()
+    port = vport.find_port(PORT_NAME, 'agent')
     fd = os.open(port, os.O_RDWR)
     send(fd, boot_info())
     for line in read_lines(fd):

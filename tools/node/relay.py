@@ -12,25 +12,16 @@ bytes) or libvirtd closes it; the host side then reconnects afresh.
 Only the standard library: it runs under Debian's /usr/bin/python3.
 """
 
-import glob
 import os
 import select
 import socket
 import sys
 import time
 
+import vport
+
 PORT_NAME = 'tlbb.libvirt'
 LIBVIRT_SOCK = '/run/libvirt/libvirt-sock'
-
-
-def find_port():
-    for _ in range(100):
-        for name_file in glob.glob('/sys/class/virtio-ports/*/name'):
-            with open(name_file) as f:
-                if f.read().strip() == PORT_NAME:
-                    return '/dev/' + name_file.split('/')[-2]
-        time.sleep(0.1)
-    raise SystemExit('relay: no virtio-serial port named %s' % PORT_NAME)
 
 
 def log(msg):
@@ -43,7 +34,7 @@ def write_all(fd, data):
 
 
 def main():
-    fd = os.open(find_port(), os.O_RDWR)
+    fd = os.open(vport.find_port(PORT_NAME, 'relay'), os.O_RDWR)
     conn = None
     sessions = 0
     while True:
