@@ -27,6 +27,7 @@
 #include "cfs.h"
 #include "priv.h"
 #include "tap.h"
+#include "util.h"
 #include "thp.h"
 
 #define VM		"bad"
@@ -67,17 +68,6 @@ static int bad_buf(const char *attr, const void *buf, size_t len, int want,
 static int bad(const char *attr, const char *val, int want)
 {
 	return bad_buf(attr, val, strlen(val), want, val);
-}
-
-static pid_t spawn_holder(void)
-{
-	pid_t pid = fork();
-
-	tap_require(pid >= 0, "fork: %s", strerror(errno));
-	if (!pid)
-		for (;;)
-			pause();
-	return pid;
 }
 
 static void *thread_fn(void *arg)
@@ -452,7 +442,7 @@ int main(void)
 	munmap(area + (4UL << 20), 2UL << 20);
 	hole = area + (4UL << 20);
 	region = area;
-	child = spawn_holder();
+	child = tlbb_spawn_holder();
 
 	tap_require(!tlbb_vm_create(VM), "mkdir vms/" VM);
 	err = tlbb_set(VM, "pid", "%d\n", child);

@@ -34,17 +34,6 @@ static size_t len;
 static pid_t child;
 static char live0[32768];
 
-static pid_t spawn_holder(void)
-{
-	pid_t pid = fork();
-
-	tap_require(pid >= 0, "fork: %s", strerror(errno));
-	if (!pid)
-		for (;;)
-			pause();
-	return pid;
-}
-
 /* The live VM: pid, mode, vcpu_tids, ranges and one tunable. */
 static void live(char *buf, size_t size)
 {
@@ -224,7 +213,7 @@ int main(void)
 	len = 8 * thp_pmd_size();
 	region = thp_alloc(len, 0, 1);
 	thp_fill(region, len, 3);
-	child = spawn_holder();	/* inherits the region */
+	child = tlbb_spawn_holder();	/* inherits the region */
 	slab0 = tlbb_slab_active();
 
 	tap_require(!tlbb_vm_create(VM), "mkdir vms/" VM);

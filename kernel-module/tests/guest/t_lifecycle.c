@@ -55,19 +55,6 @@ static long live_vms(void)
 	return p ? strtol(p + 4, NULL, 10) : -1;
 }
 
-/* A child that only waits to be killed, sharing our mapping of region. */
-static pid_t spawn_holder(void)
-{
-	pid_t pid = fork();
-
-	tap_require(pid >= 0, "fork: %s", strerror(errno));
-	if (!pid) {
-		for (;;)
-			pause();
-	}
-	return pid;
-}
-
 static void reap(pid_t pid)
 {
 	kill(pid, SIGKILL);
@@ -127,7 +114,7 @@ static void test_attributes(void)
 static void test_exit(void)
 {
 	char buf[256];
-	pid_t child = spawn_holder();
+	pid_t child = tlbb_spawn_holder();
 	int err;
 
 	tap_require(!tlbb_vm_create("lc-exit"), "mkdir vms/lc-exit");
@@ -187,7 +174,7 @@ static void test_races(void)
 	char vm[32], st[64];
 
 	for (i = 0; i < RACES; i++) {
-		pid_t child = spawn_holder(), killer = 0;
+		pid_t child = tlbb_spawn_holder(), killer = 0;
 		int kill_at = i % NSTEPS, registered = 0;
 
 		snprintf(vm, sizeof(vm), "race%d", i);
@@ -247,7 +234,7 @@ static void test_races(void)
  */
 static void test_rmdir_under_load(void)
 {
-	pid_t holder = spawn_holder(), w[2];
+	pid_t holder = tlbb_spawn_holder(), w[2];
 	int i, k, bad = 0, status;
 	/* per worker: operations that reached a live VM (shared pages) */
 	volatile long *ok = mmap(NULL, 2 * sizeof(long),
@@ -329,7 +316,7 @@ static void test_rmdir_under_load(void)
 
 static void test_rmmod(void)
 {
-	pid_t child = spawn_holder();
+	pid_t child = tlbb_spawn_holder();
 	char buf[64];
 	int fd, ret, err;
 

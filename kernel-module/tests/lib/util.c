@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cfs.h"
+#include "tap.h"
 #include "util.h"
 
 double tlbb_now_s(void)
@@ -37,4 +40,16 @@ long tlbb_slab_active(void)
 			active = n;
 	fclose(f);
 	return active;
+}
+
+pid_t tlbb_spawn_holder(void)
+{
+	pid_t pid = fork();
+
+	tap_require(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		for (;;)
+			pause();
+	}
+	return pid;
 }
