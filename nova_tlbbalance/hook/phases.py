@@ -141,8 +141,11 @@ def started(dom, pol, config, log, extra, reconnect=False):
     if not client.present():
         _module_absent(config, log)
         if pol.strict:
-            raise Failure('the tlbbalance kernel module is not loaded (%s)'
-                          % client.root)
+            # the driver plugin checks the same before the start
+            try:
+                preconditions.module(pol, config.configfs)
+            except preconditions.Unmet as exc:
+                raise Failure(str(exc)) from None
         return 'module absent: not registered' + (
             '; %d problem(s)' % len(problems) if problems else '')
     try:
