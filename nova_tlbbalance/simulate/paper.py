@@ -26,6 +26,10 @@ HOST_OFF = 'vm-guest-thp'
 CONTROLLER = 'vm-both-thp-controller'
 # the paper: +45.1 % over both-THP, i.e. at most 1 / 1.451 of its time
 TARGET_RATIO = 0.69
+# The paper's measured refill rates of mcf in a KVM guest with host and
+# guest THP (huge-TLB, small-TLB refills per second; docs/controller.md):
+# what the demo and the kvm-host tests feed the module's inject backend.
+MCF_VM_REFILLS_PER_S = (2180000, 400)
 # The paper compares whole SPEC CPU2006 runs: mcf's reference time 9120 s
 # at its both-THP score 7.79 is a run of 1171 s, of which the controller's
 # 10 s sustain period and its convergence are a small part. On GS464V the

@@ -21,9 +21,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, 'tools', 'node'))
+sys.path.insert(0, REPO)
 
 import node as nodelib  # noqa: E402
 import scenario  # noqa: E402
+
+from nova_tlbbalance.simulate import paper  # noqa: E402
 
 VM = 'demo-vm'
 VM_MIB = 256
@@ -34,8 +37,8 @@ SPECS = {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
          'step_pages': '8', 'floor_pages': str(FLOOR)}
 # The paper's mcf case in a KVM guest with host and guest THP: huge-TLB
 # refills ~2.18 M/s, small-TLB refills < 450/s.
-HUGE_LOAD = (2180000, 400)
-SMALL_LOAD = (400, 2180000)
+HUGE_LOAD = paper.MCF_VM_REFILLS_PER_S
+SMALL_LOAD = HUGE_LOAD[::-1]
 
 
 def banner(text):

@@ -16,6 +16,7 @@ from oslo_log import log as logging
 from tempest import config
 from tempest.lib import decorators
 
+from nova_tlbbalance.simulate import paper
 from tlbbalance_tempest_plugin import hosts
 from tlbbalance_tempest_plugin.tests import base
 
@@ -34,8 +35,8 @@ BALANCE = {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
            'step_pages': '8', 'floor_pages': str(FLOOR)}
 # The paper's mcf case (huge-TLB refills ~2.18 M/s, small < 450/s), and
 # the load moved to the small TLB.
-HUGE_LOAD = (2180000, 400)
-SMALL_LOAD = (400, 2180000)
+HUGE_LOAD = paper.MCF_VM_REFILLS_PER_S
+SMALL_LOAD = HUGE_LOAD[::-1]
 # Stage-2 mappings follow the limit within 10-60 s on a quiet machine
 # (tools/demo: splits are immediate, khugepaged re-collapses at 100 ms a
 # scan); each host probe is one `tlbbalance status` in a node under TCG,
