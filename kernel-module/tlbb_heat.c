@@ -17,10 +17,21 @@
  * the slot's byte right and, if a huge PMD maps the slot, tests and clears
  * its accessed bit under the PMD lock (the kernel's own
  * pmdp_test_and_clear_young(): not exported on x86, so the same atomic bit
- * operation here) and sets the top bit if it was set. The TLB is not
- * flushed (as the kernel's aging of anonymous pages does not): a page whose
- * translation stays cached between two samples is seen cold for those, a
- * page used now and then is seen by its next TLB refill.
+ * operation here) and sets the top bit if it was set.
+ *
+ * The window: over a whole tick (100 ms) nearly every page a busy guest
+ * has is used at least once, and one bit per sample cannot tell the hot
+ * from the merely warm. So the tick first clears the bits of the slots it
+ * will sample (a first bounded pass), sleeps heat_window_ms (default 1),
+ * then samples them: a sample says "used in that millisecond", which the
+ * hot pages are and the warm ones mostly are not (the simulator's
+ * comparison in docs/simulator.md: 5 ms already blurs them on GS464V's
+ * 32 MiB pages).
+ *
+ * The TLB is not flushed (as the kernel's aging of anonymous pages does
+ * not): a page whose translation stays cached between the two passes is
+ * seen cold for that sample, a page used now and then is seen by its next
+ * TLB refill.
  *
  * What it cannot see: accesses that do not go through this page table.
  * KVM guests running on two-stage translation touch guest RAM through the
@@ -30,6 +41,7 @@
  * Slots that are not huge are aged but not sampled: restoring is
  * khugepaged's work once the hold is lifted (tlbb_thp.c), in its order.
  */
+#include <linux/delay.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
@@ -88,11 +100,12 @@ static unsigned long tlbb_heat_slot_addr(struct tlbb_vm *vm, u64 slot,
 /*
  * Test and clear the accessed bit of the huge PMD mapping @addr in @mm, if
  * a huge PMD of an anonymous VMA maps it: 1 young, 0 old, -1 not huge.
- * mmap read lock held.
+ * *@vmap caches the last VMA found (NULL at first). mmap read lock held.
  */
-static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr)
+static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr,
+			   struct vm_area_struct **vmap)
 {
-	struct vm_area_struct *vma;
+	struct vm_area_struct *vma = *vmap;
 	spinlock_t *ptl;
 	pud_t *pud;
 	pmd_t *pmd;
@@ -103,7 +116,8 @@ static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr)
 	pmd = pmd_offset(pud, addr);
 	if (!pmd_trans_huge(tlbb_pmd_read(pmd)))
 		return -1;
-	vma = find_vma(mm, addr);
+	if (!vma || vma->vm_start > addr || vma->vm_end < addr + PMD_SIZE)
+		*vmap = vma = find_vma(mm, addr);
 	if (!vma || vma->vm_start > addr || vma->vm_end < addr + PMD_SIZE ||
 	    !vma_is_anonymous(vma))
 		return -1;
@@ -115,38 +129,74 @@ static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr)
 }
 
 /*
- * Sample the next heat_scan_pmds slots. Stops early (the cursor keeps its
- * place) when a writer waits for the mmap lock. vm->lock held.
+ * Visit the next @budget slots from the cursor: test and clear each
+ * huge PMD's accessed bit; with @record, shift the result into the slot's
+ * heat and move the cursor on (a sample), else only clear (arm the window
+ * the next sample looks at). Stops early when a writer waits for the mmap
+ * lock. Returns the slots visited. vm->lock held.
  */
-void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm)
+static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
+			  bool record, u64 budget)
 {
-	u64 budget = vm->params.heat_scan_pmds, done = 0, t0 = ktime_get_ns();
+	u64 done = 0, t0 = ktime_get_ns();
+	struct vm_area_struct *vma = NULL;
 	struct tlbb_heat *h = &vm->heat;
 	unsigned long addr, end = 0;
 	u8 *heat = tlbb_heat_get(vm);
+	u64 slot;
 
 	if (!heat || mmap_read_lock_killable(mm))
-		return;
+		return 0;
 	if (h->cursor >= h->nslots)
 		h->cursor = 0;
-	addr = tlbb_heat_slot_addr(vm, h->cursor, &end);
+	slot = h->cursor;
+	addr = tlbb_heat_slot_addr(vm, slot, &end);
 	for (; done < budget && done < h->nslots; done++) {
 		int young;
 
 		if (done && !(done & 63) &&
 		    (mmap_lock_is_contended(mm) || need_resched()))
 			break;
-		young = tlbb_heat_young(mm, addr);
-		heat[h->cursor] = (heat[h->cursor] >> 1) | (young > 0 ? 0x80 : 0);
-		if (++h->cursor == h->nslots)
-			h->cursor = 0;
+		young = tlbb_heat_young(mm, addr, &vma);
+		if (record)
+			heat[slot] = (heat[slot] >> 1) | (young > 0 ? 0x80 : 0);
+		if (++slot == h->nslots)
+			slot = 0;
 		addr += PMD_SIZE;
-		if (addr >= end || !h->cursor)
-			addr = tlbb_heat_slot_addr(vm, h->cursor, &end);
+		if (addr >= end || !slot)
+			addr = tlbb_heat_slot_addr(vm, slot, &end);
 	}
 	mmap_read_unlock(mm);
-	h->sampled += done;
+	if (record) {
+		h->cursor = slot;
+		h->sampled += done;
+	}
 	tlbb_debugfs_account_heat(ktime_get_ns() - t0, done);
+	return done;
+}
+
+/*
+ * The tick's sample of the next heat_scan_pmds slots: with a window
+ * (heat_window_ms, below interval_ms), clear their bits, sleep the window
+ * (no mmap lock held; vm->lock is, so attribute access waits that long),
+ * then read them; else read what the whole time since their last sample
+ * set.
+ */
+void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm)
+{
+	const struct tlbb_params *p = &vm->params;
+	u64 budget = p->heat_scan_pmds;
+
+	if (p->heat_window_ms && p->heat_window_ms < p->interval_ms) {
+		unsigned long us = p->heat_window_ms * USEC_PER_MSEC;
+
+		/* sample no more than were cleared: the same window each */
+		budget = tlbb_heat_walk(vm, mm, false, budget);
+		if (!budget)
+			return;
+		usleep_range(us, us + us / 4);
+	}
+	tlbb_heat_walk(vm, mm, true, budget);
 }
 
 /* Heat of slot @slot, or 0 (cold) without a sample of it. */
