@@ -81,7 +81,8 @@ def render(host, reps, verdicts=None):
           int(host['module']['loaded']))
     o.add('tlbbalance_host_dvmbm_enabled', {}, int(bool(
         host['dvmbm']['enabled'])))
-    o.add('tlbbalance_host_hpage_pmd_bytes', {}, host['hpage_pmd_size'])
+    if host['hpage_pmd_size'] is not None:
+        o.add('tlbbalance_host_hpage_pmd_bytes', {}, host['hpage_pmd_size'])
     for rep in reps:
         vm = {'vm': rep['name']}
         o.add('tlbbalance_vm_managed', vm, int(bool(rep.get('managed'))))

@@ -56,9 +56,11 @@ def row(rep):
 def table(host, reps):
     rows = [COLUMNS] + [row(r) for r in reps]
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(COLUMNS))]
-    lines = ['host: THP %s, PMD %d KiB, %d CPUs in %d die(s) / %d '
+    pmd = host['hpage_pmd_size']
+    lines = ['host: THP %s, PMD %s KiB, %d CPUs in %d die(s) / %d '
              'cluster(s), DVMBM %s (%s), module %s'
-             % (host['thp'], host['hpage_pmd_size'] // 1024, host['cpus'],
+             % (host['thp'], '?' if pmd is None else pmd // 1024,
+                host['cpus'],
                 host['dies'], host['clusters'],
                 'enabled' if host['dvmbm']['enabled'] else 'off',
                 host['dvmbm']['source'],

@@ -7,12 +7,12 @@ reported as such (``error`` keys), never guessed.
 
 import os
 
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import proc
-from nova_tlbbalance.probes import topology
 
 STAGE2_KEYS = ('pages_4k', 'pages_2m', 'pages_1g', 'pages', 'hugepages')
 
@@ -29,14 +29,14 @@ class Roots:
 
 
 def host_facts(roots, client):
-    topo = topology.cpu_topology(roots.sys)
+    topo = hostfacts.cpu_topology(roots.sys)
     return {
-        'thp': proc.thp_mode(roots.sys),
-        'hpage_pmd_size': proc.hpage_pmd_size(roots.sys),
+        'thp': hostfacts.thp_mode(roots.sys),
+        'hpage_pmd_size': hostfacts.hpage_pmd_size(roots.sys),
         'cpus': len(topo),
-        'dies': topology.span(topo, topo)['dies'],
-        'clusters': topology.span(topo, topo)['clusters'],
-        'dvmbm': topology.dvmbm(roots.proc, roots.sys),
+        'dies': hostfacts.span(topo, topo)['dies'],
+        'clusters': hostfacts.span(topo, topo)['clusters'],
+        'dvmbm': hostfacts.dvmbm(roots.proc, roots.sys),
         'module': {'loaded': client.present(), 'configfs': client.root},
         '_topology': topo,
     }
@@ -120,16 +120,16 @@ def _memory(rep, dom, pid, host, roots, monitor):
         # the hook (no monitor access) could not place this RAM either
         rep['notes'].append('guest RAM placed by gpa2hva only: %s' % exc)
         source = 'gpa2hva'
-    if dom.uses_hugetlbfs:
-        page = max([s for s, _ in dom.hugepages if s] or
-                   [proc.default_hugepage_size(roots.proc)])
-    else:
-        page = host['hpage_pmd_size']
+    page = hostfacts.guest_page_size(dom, roots.proc, roots.sys)
     rep['page_size'] = page
+    if page is None:
+        rep['errors'].append('the host huge page size is unknown: '
+                             'alignment not checked')
     rep['ranges'] = []
     for r in ranges:
         item = {'block': r.block, 'gpa': r.gpa, 'hva': r.hva,
-                'length': r.length, 'misalignment': r.misalignment(page),
+                'length': r.length,
+                'misalignment': r.misalignment(page) if page else None,
                 'ambiguous': any(b.ambiguous for b in blocks
                                  if b.id == r.block),
                 'hva_source': source}
@@ -146,9 +146,11 @@ def _memory(rep, dom, pid, host, roots, monitor):
                 item['gpa2hva'] = got[0]
                 item['gpa2hva_region'] = got[1]
                 # QEMU's answer is authoritative for the alignment
-                item['misalignment'] = (got[0] - r.gpa) % page
+                if page:
+                    item['misalignment'] = (got[0] - r.gpa) % page
         rep['ranges'].append(item)
-    rep['aligned'] = all(i['misalignment'] == 0 for i in rep['ranges'])
+    if page:
+        rep['aligned'] = all(i['misalignment'] == 0 for i in rep['ranges'])
     try:
         cov = proc.smaps_huge(pid, [(b.hva, b.size) for b in blocks],
                               roots.proc)
@@ -183,7 +185,7 @@ def _vcpus(rep, dom, pid, host, roots):
     rep['vcpus'] = vcpus
     rep['accel'] = threads[0][2] if threads else None
     rep['cpus_allowed'] = domxml.format_cpuset(allowed)
-    rep.update(topology.span(allowed, topo))
+    rep.update(hostfacts.span(allowed, topo))
 
 
 def _stage2(rep, dom, monitor):

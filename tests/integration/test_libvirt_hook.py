@@ -19,6 +19,7 @@ from xml.sax.saxutils import escape
 import pytest
 
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
@@ -37,7 +38,7 @@ def driver_xml(name, specs, plain=None, **kw):
     pol = Policy.from_extra_specs(specs)
     return guest_config.apply_to_domain_xml(
         plain or libvirthost.plain_domain(name, pins=PINS, **kw), pol,
-        huge_page_kib=guest_config.read_hpage_pmd_kib())
+        huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
 
 
 def tagged_by_hand(name, policy_attrs, backing='', **kw):
