@@ -195,6 +195,7 @@ def test_tlbi_scope_checked(fake, monkeypatch):
     s = os.environ['TLBB_SYS']
     for cpu in range(8):
         base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
+        write(base + 'physical_package_id', '0')
         write(base + 'die_id', str(cpu // 4))
         write(base + 'cluster_id', str(cpu // 2))
     assert run('started', domain(scope='die', strict='true'))[0] == 1

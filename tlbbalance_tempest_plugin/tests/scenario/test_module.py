@@ -83,8 +83,8 @@ class ModuleTraitTest(base.TLBBalanceTest):
         host, domain = self.where(server['id'])
         self.modules_present(host)
         rep = hosts.wait_until('%s registered on %s' % (domain, host.name),
-                               lambda: (lambda r: r if r and r.get(
-                                   'module', {}).get('registered')
+                               lambda: (lambda r: r if r and (r[
+                                   'module'] or {}).get('registered')
                                    else None)(host.vm(domain)),
                                CONF.tlbbalance.host_check_timeout)
         st = rep['module']['status']
