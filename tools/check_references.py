@@ -31,7 +31,8 @@ TREE_DIRS = ('docs', 'tools', 'tests', 'kernel-module', 'tlbsim',
              'releasenotes', 'tlbbalance_tempest_plugin')
 # What a cited file's name ends with (a directory or a generated file,
 # e.g. tlbsim/build/tlbsim, is not checked).
-CITED_EXT = r'(?:py|sh|c|h|md|rst|yml|yaml|def|txt|conf|sample|cfg|ini|png|tlb)'
+CITED_EXT = (r'(?:py|sh|c|h|md|rst|yml|yaml|def|txt|conf|sample|cfg|ini|png'
+             r'|tlb)')
 # Not preceded by a path character: "../docs/x" and "/etc/x" are not ours.
 _NOT_PATH = r'(?<![\w/.~$-])'
 TREE_PATH = re.compile(_NOT_PATH + r'((?:%s)/[\w./+-]*\w)(#[\w-]+)?'
