@@ -1,4 +1,4 @@
-"""Which huge pages to split: ``simulate --compare-split-orders`` (issue 13).
+"""Which huge pages to split: ``simulate --compare-split-orders``.
 
 The one command prints address order, random and heat-aware splitting side
 by side on the mcf-like, hot/cold and scattered workloads and a real

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * t_heat: hot-page-aware splitting (issue 13, item 3).
+ * t_heat: hot-page-aware splitting (split_order 2, tlbb_heat.c).
  *
  * This process holds 64 MiB of THP memory (32 huge pages on x86), filled
  * with a pattern, cut into one VMA per huge page (MADV_DONTFORK on every
