@@ -9,30 +9,13 @@ not where address order keeps it.
 """
 
 import json
-import pathlib
-import subprocess
 
 from nova_tlbbalance.cli import main
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-RECORD = REPO / 'tlbsim' / 'traces' / 'record.sh'
 
-
-def _sort_trace(tmp_path):
-    data = tmp_path / 'in.txt'
-    data.write_text(''.join('%08x\n' % ((i * 2654435761) % 2 ** 32)
-                            for i in range(20000)))
-    out = tmp_path / 'sort.trc.gz'
-    proc = subprocess.run(
-        [str(RECORD), '-n', '400000', str(out), '--', '/usr/bin/sort',
-         str(data)], capture_output=True, text=True, timeout=600,
-        env={'PATH': '/usr/bin:/bin', 'LC_ALL': 'C'})
+def test_compare_split_orders_short(capsys, tlbsim, sort_trace):
+    proc, trace = sort_trace
     assert proc.returncode == 0, proc.stderr
-    return out
-
-
-def test_compare_split_orders_short(capsys, tlbsim, tmp_path):
-    trace = _sort_trace(tmp_path)
     rc = main(['simulate', '--compare-split-orders', '--short', '--json',
                '--trace', str(trace)])
     out, err = capsys.readouterr()

@@ -98,19 +98,9 @@ static long page_huge(int i)
 	return thp_huge_pages(0, region + i * pmd, pmd);
 }
 
-/* Huge pages of the region (smaps), polled until @want or @ms pass. */
 static long wait_huge(long want, unsigned int ms)
 {
-	unsigned int t;
-	long huge = -1;
-
-	for (t = 0; t <= ms; t += 20) {
-		huge = thp_huge_pages(0, region, len);
-		if (huge == want)
-			break;
-		tlbb_msleep(20);
-	}
-	return huge;
+	return thp_wait_huge(region, len, want, ms);
 }
 
 static uint64_t cost_field(const char *key)
