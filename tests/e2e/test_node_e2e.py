@@ -1,4 +1,4 @@
-"""End to end, in a compute node booted under QEMU (issue 5).
+"""End to end, in a compute node booted under QEMU (docs/node.md).
 
 Order matters (pytest runs a file top to bottom): the module-unloaded case
 comes last. The imbalance is fed through the module's injection backend:

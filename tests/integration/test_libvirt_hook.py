@@ -1,11 +1,12 @@
 """The hook and the CLI against a real libvirtd and real QEMU (TCG).
 
 Every domain here is a tiny TCG guest with nothing bootable: QEMU still
-allocates (and with immediate allocation touches) all guest RAM, which is
-what the checks look at. The tlbbalance kernel module cannot be loaded on
-this host (no module support, see platform.md): where registration would
-happen, the tests check that the hook and the CLI say the module is absent,
-and leave the registration path to the e2e tests inside a booted kernel.
+allocates (and with immediate allocation touches) all guest RAM, which is what
+the checks look at. The tlbbalance kernel module cannot be loaded on this host
+(no module support, docs/design/platform.md#virtualization): where registration
+would happen, the tests check that the hook and the CLI say the module is
+absent, and leave the registration path to the e2e tests inside a booted
+kernel.
 """
 
 import json
@@ -201,7 +202,7 @@ def test_undercovered_vm_reported(host, vm):
     rc, out, _ = cli('verify', '--no-module', name)
     print(out)
     assert rc == 1 and 'under-covered' in out
-    # the cause is named, not only the figure (issue 11 item 9)
+    # the cause is named, not only the figure
     assert "guest RAM is allocated on demand (no <allocation mode=" in out
     _, st = status_of(name)
     assert st['coverage']['coverage'] < 0.5
@@ -262,7 +263,7 @@ def test_untagged_vm_left_alone(host, vm):
     name = 'tlbbit-untagged'
     vm(name, libvirthost.plain_domain(name, memory_mib=64, pins=PINS))
     # a tagged VM runs beside it: verify UNTAGGED must not answer "no
-    # tagged VM running" (issue 11 item 9)
+    # tagged VM running"
     tagged = 'tlbbit-tagged-beside'
     vm(tagged, driver_xml(tagged, {'tlbbalance:mode': 'monitor'},
                           memory_mib=64))

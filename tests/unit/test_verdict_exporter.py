@@ -141,7 +141,7 @@ def test_exporter_uses_stat_names_from_def():
 
 
 def test_undercovered_names_the_cause():
-    """Host THP `never` (issue 11 item 9): the reason says so, not only a
+    """Host THP `never`: the reason says so, not only a
     figure; likewise on-demand allocation."""
     low = copy.deepcopy(GOOD)
     low.coverage.coverage = 0.0
