@@ -40,6 +40,17 @@ enum tlbb_param_id {
 	TLBB_P_COUNT
 };
 
+/*
+ * Values of the split_order tunable: which huge pages the limiter (module
+ * and simulator) splits first. Not the controller's business; kept here,
+ * beside the tunables, as the one list both read.
+ */
+enum tlbb_split_order {
+	TLBB_SPLIT_ADDRESS = 0,	/* highest address first */
+	TLBB_SPLIT_RANDOM = 1,	/* uniformly at random */
+	TLBB_SPLIT_HEAT = 2,	/* coldest (sampled accessed bits) first */
+};
+
 struct tlbb_param_desc {
 	const char *name;
 	u64 def, min, max;

@@ -20,7 +20,7 @@ ENV_BIN = 'TLBSIM_BIN'
 MODELS = ('native', 'vz', 'combined')
 # the module's modes (kernel-module/core/tlbb_modes.def)
 CONTROLLERS = module_defs.mode_names()
-SPLIT_ORDERS = ('high', 'low', 'random')
+SPLIT_ORDERS = ('high', 'low', 'random', 'heat')
 SERIES_INT = ('refills_huge', 'refills_small', 'huge_pages', 'huge_limit')
 SERIES_FLOAT = ('t_s', 'load_pm', 'imbalance')
 
@@ -134,11 +134,14 @@ def read_series(path):
 
 def run(config, machine='gs464v', workload='mcf', accesses=None,
         seconds=None, params=(), split_order=None, series=True,
-        tlbsim=None, access_ns=None, refill_ns=None):
+        tlbsim=None, access_ns=None, refill_ns=None, huge_limit=None,
+        huge_limit_at=None):
     """Run one configuration; the summary dict (plus ``series``).
 
     ``access_ns``/``refill_ns`` override the machine's cost model (the
-    access rate is 1 / access_ns).
+    access rate is 1 / access_ns). ``huge_limit`` holds the host's huge
+    pages at that many (controller off), from ``huge_limit_at`` simulated
+    seconds on if given (the pages fault in huge first, then are split).
     """
     cmd = [tlbsim or binary(), 'run', '--machine', machine,
            '--workload', workload] + config.args()
@@ -150,6 +153,10 @@ def run(config, machine='gs464v', workload='mcf', accesses=None,
         cmd += ['--param', '%s=%d' % (name, value)]
     if split_order:
         cmd += ['--split-order', split_order]
+    if huge_limit is not None:
+        cmd += ['--huge-limit', str(int(huge_limit))]
+    if huge_limit_at is not None:
+        cmd += ['--huge-limit-at', repr(float(huge_limit_at))]
     if access_ns:
         cmd += ['--access-ns', repr(float(access_ns))]
     if refill_ns is not None:

@@ -154,7 +154,14 @@ enum tlbs_model {
 	TLBS_COMBINED,		/* one GVA->HPA entry, smaller of the sizes */
 };
 
-enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM };
+/*
+ * Which host huge pages the limiter splits first (src/split_order.c):
+ * high = the module's address order, heat = coldest by the simulated
+ * accessed bits. The module's split_order tunable maps 0, 1, 2 to high,
+ * random, heat; low is the simulator's own (for comparison).
+ */
+enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM,
+			TLBS_SPLIT_HEAT };
 
 /* Address spaces and page sizes of one run. */
 struct tlbs_mmu {
@@ -178,6 +185,10 @@ struct tlbs_mmu {
 	u64 limit;		/* N_hl applied by tlbs_mmu_apply_limit */
 	enum tlbs_split_order split_order;
 	u64 rng;
+	/* split_order heat: per host region, accessed since the last sample
+	 * and the last eight samples (newest in the top bit) */
+	unsigned char *accessed, *heat;
+	u64 heat_cursor;
 	/* counters */
 	u64 accesses;
 	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
@@ -203,6 +214,8 @@ void tlbs_mmu_free(struct tlbs_mmu *u);
 u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u);
 /* Translate @n workload offsets (bytes in [0, size)). */
 void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n);
+/* Host region of workload offset @off (a VM model). */
+u64 tlbs_mmu_host_region(const struct tlbs_mmu *u, u64 off);
 /* Split host THPs until N_hc <= limit, or restore split ones up to it. */
 void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit);
 /* Size class the stage-2 mapping of workload offset @off has now. */
@@ -218,6 +231,7 @@ struct tlbs_workload {
 	u64 rng;
 	/* chase / hotcold */
 	u64 hot_pages, hot_page_bytes, hot_bytes;
+	u64 hot_at;		/* hotcold: offset of the hot set */
 	double hot_frac;
 	u64 hot_thresh;		/* hot_frac as a 2^32 fraction */
 	u64 *hot_base;		/* offset of each hot block */
@@ -300,5 +314,22 @@ static inline u64 tlbs_rand_below(u64 *s, u64 n)
 {
 	return tlbs_scale(tlbs_rand(s), n);
 }
+
+/* split_order.c: which huge page to split / restore next, and the heat */
+int tlbs_split_order_parse(const char *name, enum tlbs_split_order *o);
+const char *tlbs_split_order_name(enum tlbs_split_order o);
+enum tlbs_split_order tlbs_split_order_of_param(u64 v);
+/* The next host region to split (a THP), or ~0 if none is left. */
+u64 tlbs_split_pick(struct tlbs_mmu *u);
+/* Take the next region to restore off u->split_stack (u->nsplit > 0). */
+u64 tlbs_restore_pick(struct tlbs_mmu *u);
+/* Set the accessed bits of the host regions @n offsets touch. */
+int tlbs_heat_mark(struct tlbs_mmu *u, const u64 *off, u32 n);
+/*
+ * One tick's sample: @budget regions from the cursor, their bits cleared
+ * (all bits, with a @window: only the accesses of the next count).
+ */
+int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window);
+void tlbs_heat_free(struct tlbs_mmu *u);
 
 #endif /* TLBSIM_H */
