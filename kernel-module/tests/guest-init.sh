@@ -2,7 +2,7 @@
 # shellcheck shell=dash
 # SPDX-License-Identifier: GPL-2.0
 #
-# /init of the test initramfs (built by mkinitramfs.sh, booted by
+# /init of the test initramfs (built by mkinitramfs.py, booted by
 # run-kernels.sh).  Mounts the pseudo file systems, loads the modules listed
 # in /modules/order (configfs and KVM first, tlbbalance.ko last), runs every
 # /tests/t_* with a per-test timeout (/bin/tlbb-run, from tlbb-run.c: the
