@@ -44,8 +44,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, 'tools'))
+if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
+    sys.path.append(REPO)
 
 from kernels import boot  # noqa: E402  (the one boot stack)
+from nova_tlbbalance.wait import wait_until  # noqa: E402
 CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
     os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
     'nova-tlbbalance')
@@ -383,19 +386,28 @@ class Node:
         return self
 
     def _connect(self, path):
-        deadline = time.monotonic() + 30
-        while True:
+        def connected():
+            sock = socket.socket(socket.AF_UNIX)
             try:
-                self.sock = socket.socket(socket.AF_UNIX)
-                self.sock.connect(path)
-                return
+                sock.connect(path)
             except OSError:
-                self.sock.close()
-                if self.proc.poll() is not None or \
-                        time.monotonic() > deadline:
-                    raise NodeError('QEMU did not start: %s' % (
-                        self.proc.stdout.read().decode(errors='replace')))
-                time.sleep(0.05)
+                sock.close()
+                raise
+            return sock
+
+        def qemu_alive():
+            if self.proc.poll() is not None:
+                raise NodeError('QEMU did not start (rc %s): %s' % (
+                    self.proc.returncode,
+                    self.proc.stdout.read().decode(errors='replace')))
+        try:
+            self.sock = wait_until("QEMU's agent socket %s accepts" % path,
+                                   connected, 30, 0.05, retry_on=OSError,
+                                   on_wait=qemu_alive)
+        except TimeoutError as e:
+            self.proc.kill()
+            raise NodeError('QEMU did not start: %s: %s' % (
+                e, self.proc.communicate()[0].decode(errors='replace')))
 
     def _recv(self, timeout):
         deadline = time.monotonic() + timeout
