@@ -64,8 +64,9 @@ static void expect_limits(struct test_vm *vm, const struct curve *k,
 
 	for (i = 0; i < n; i++) {
 		curve_ticks(vm, k, 3);
-		TEST_ASSERT(vm->c.limit == want[i], "window %u: limit %llu, "
-			    "want %llu", i, (unsigned long long)vm->c.limit,
+		TEST_ASSERT(vm->c.limit == want[i],
+			    "window %u: limit %llu, want %llu", i,
+			    (unsigned long long)vm->c.limit,
 			    (unsigned long long)want[i]);
 	}
 }
