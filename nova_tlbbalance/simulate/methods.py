@@ -3,7 +3,8 @@
 The paper's method (``method=0``) and the hill method (``method=1``,
 docs/controller.md) on the paper's mcf comparison at its run length and on
 a 62 s run, and on the workloads where huge pages help, each against the
-controller switched off; the goals of issue 13 are the ``checks``.
+controller switched off; the goals (docs/simulator.md, "Methods") are
+the ``checks``.
 
 Two cost models. The goals were set on the simulator whose refills all
 cost the same (``uniform``: access_ns 100, refill_ns 150, the gs464v
@@ -31,7 +32,7 @@ COST_MODELS = {
     'fitted': ((None, None), paper.BOTH_THP_NS_PER_ACCESS),
 }
 
-# The goals (issue 13, item 2), in the uniform model.
+# The goals (docs/simulator.md, "Methods"), in the uniform model.
 GOAL_VS_BOTH = 0.625          # at the paper's run length
 GOAL_VS_HOST_OFF = 0.90       # at the paper's run length
 GOAL_SHORT_VS_HOST_OFF = 0.95  # strictly below, on a 62 s run

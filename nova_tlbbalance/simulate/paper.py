@@ -46,7 +46,7 @@ PAPER_SPEEDUP = {
     'vm-no-thp': ('vm-both-thp', 1.092),
     'vm-both-thp-controller': ('vm-both-thp', 1.451),
 }
-# How close a simulated speed-up must come (issue 13: within 5 %).
+# How close a simulated speed-up must come (within 5 %, docs/simulator.md).
 SPEEDUP_TOLERANCE = 0.05
 # The paper compares whole SPEC CPU2006 runs: mcf's reference time 9120 s
 # at its both-THP score 7.79 is a run of 1171 s, of which the controller's

@@ -1,4 +1,4 @@
-"""The controller's methods side by side: issue 13's goals as checks.
+"""The controller's methods side by side: the goals as checks.
 
 ``tlbbalance simulate --paper --compare-methods --json`` runs the paper's
 method and the hill method (tlbb_params.def ``method`` 0 and 1) on the

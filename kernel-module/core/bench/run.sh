@@ -12,7 +12,7 @@ bin=$1
 vms=${2:-1000}
 ticks=${3:-1000}
 out=$(dirname "$bin")/callgrind
-max=${BENCH_MAX_INSN:-500}	# budget per VM per tick (issue 13)
+max=${BENCH_MAX_INSN:-500}	# budget per VM per tick (docs/controller.md, Cost)
 fail=0
 mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "valgrind not installed"; exit 1; }
