@@ -58,8 +58,14 @@ def register(sub):
     p.add_argument('--trace', action='append', default=[], metavar='PATH',
                    help='--compare-split-orders: also this recorded trace '
                         '(repeatable)')
+    p.add_argument('--compare-methods', action='store_true',
+                   help='with --paper: the controller\'s methods (paper, '
+                        'hill) side by side, on a 62 s run and on the '
+                        'workloads where huge pages help, with the goals '
+                        'as checks')
     p.add_argument('--short', action='store_true',
-                   help='--compare-split-orders: the shortened runs')
+                   help='with --compare-methods or --compare-split-orders: '
+                        'fewer and shorter runs (what tox -e sim asserts)')
     p.add_argument('--jobs', type=int, default=2,
                    help='runs in parallel (default %(default)s)')
     p.add_argument('--json', action='store_true',
@@ -109,6 +115,8 @@ def _paper(args, params):
     accesses = args.accesses
     if not accesses and not args.seconds:
         accesses = paper.DEFAULT_ACCESSES
+    if args.compare_methods:
+        return _methods(args, params, accesses)
     results = paper.run_all(machine=args.machine, workload=args.workload,
                             accesses=accesses, params=params,
                             split_order=args.split_order, jobs=args.jobs,
@@ -142,6 +150,23 @@ def _split_orders(args):
     else:
         print(split_orders.table(summary))
     return 0 if all(summary['checks'].values()) else 1
+
+
+def _methods(args, params, accesses):
+    from nova_tlbbalance.simulate import methods
+    from nova_tlbbalance.simulate import paper
+
+    if args.seconds or args.workload != 'mcf' or args.machine != 'gs464v':
+        raise engine.SimError('--compare-methods runs the paper\'s mcf '
+                              'comparison on gs464v by accesses: drop '
+                              '--seconds, --workload and --machine')
+    out = methods.compare(scale=accesses / paper.DEFAULT_ACCESSES,
+                          params=params, jobs=args.jobs, short=args.short)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(methods.table(out))
+    return 0 if all(out['checks'].values()) else 1
 
 
 def _one(args, params):

@@ -90,6 +90,11 @@ class Config:
     controller: str = 'off'
     model: str = None
     hva_offset: int = 0
+    # (name, value) tunables of this configuration only (e.g. the method);
+    # they follow, so override, the run's common ``params``
+    params: tuple = ()
+    # host huge pages held from the start (controller off), or None
+    huge_limit: int = None
 
     def args(self):
         out = ['--thp-guest', str(int(self.thp_guest)),
@@ -98,7 +103,12 @@ class Config:
                '--hva-offset', str(self.hva_offset)]
         if self.model:
             out += ['--model', self.model]
+        if self.huge_limit is not None:
+            out += ['--huge-limit', str(int(self.huge_limit))]
         return out
+
+    def param_args(self):
+        return ['--param=%s=%d' % p for p in self.params]
 
 
 def parse_params(items):
@@ -151,6 +161,7 @@ def run(config, machine='gs464v', workload='mcf', accesses=None,
         cmd += ['--seconds', repr(float(seconds))]
     for name, value in params:
         cmd += ['--param', '%s=%d' % (name, value)]
+    cmd += config.param_args()
     if split_order:
         cmd += ['--split-order', split_order]
     if huge_limit is not None:

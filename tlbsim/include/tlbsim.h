@@ -47,6 +47,20 @@ static inline u64 tlbs_key(enum tlbs_space sp, enum tlbs_class cl, u64 vpn)
 	       ((u64)cl << 1) | 1;
 }
 
+/*
+ * 1 for a base-page key of stage 2 or of the combined space (bit 4 set,
+ * class bit 1 clear): what the cost model counts apart
+ * (walks[TLBS_WALK_S2_BASE]).
+ */
+static inline u64 tlbs_key_s2_base(u64 key)
+{
+	return key >> 4 & ~(key >> 1) & 1;
+}
+
+/* walks[]: per size class, then the stage-2/combined base-page ones. */
+#define TLBS_WALK_S2_BASE TLBS_NCLASS
+#define TLBS_NWALK (TLBS_NCLASS + 1)
+
 static inline u64 tlbs_key_vpn(u64 key)
 {
 	return key >> TLBS_KEY_VPN_SHIFT;
@@ -103,7 +117,8 @@ int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound);
 int tlbs_group_access(struct tlbs_group *g, u64 key);
 /*
  * tlbs_group_access() on each of @n keys in order (src/tlb_run.c), adding
- * each miss to @walks[size class of its key].
+ * each miss to @walks[size class of its key] and, for a base-page
+ * stage-2 or combined key, to @walks[TLBS_WALK_S2_BASE] too.
  */
 void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,
 		    u64 *walks);
@@ -127,6 +142,13 @@ struct tlbs_machine {
 	u32 pathlen[TLBS_NCLASS];
 	double access_ns;	/* time of one access, TLB hit */
 	double refill_ns;	/* extra time of a refill (miss in the path) */
+	/*
+	 * Under two-stage translation (model vz): a base-page refill of the
+	 * guest stage (GVA->GPA), of the host stage (GPA->HPA), and a
+	 * huge-page refill of either stage. Each defaults to refill_ns; the
+	 * combined model (one GVA->HPA entry) uses refill_ns.
+	 */
+	double guest_refill_ns, host_refill_ns, huge_refill_ns;
 	double l1_miss_ns;	/* extra time of a miss that a later group hit */
 	u64 ctrl_huge_entries, ctrl_small_entries;
 	int two_stage;		/* enum tlbs_model of a VM on this machine */
@@ -191,7 +213,9 @@ struct tlbs_mmu {
 	u64 heat_cursor;
 	/* counters */
 	u64 accesses;
-	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
+	/* refills by size of the translation; [TLBS_WALK_S2_BASE]: those of
+	 * base-page stage-2 and combined translations among them */
+	u64 walks[TLBS_NWALK];
 	u64 l1_misses;		/* missed a group, hit a later one */
 	/* per class: the one group its path holds, or NULL (several) */
 	struct tlbs_group *only[TLBS_NCLASS];
@@ -222,6 +246,8 @@ void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit);
 enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off);
 /* Estimated time in ns of everything counted so far. */
 double tlbs_mmu_time_ns(const struct tlbs_mmu *u);
+/* The part of it spent on refills (the cost model: docs/simulator.md). */
+double tlbs_mmu_refill_time_ns(const struct tlbs_mmu *u);
 
 /* Workloads: fill a buffer with byte offsets in [0, size). */
 struct tlbs_trace_reader;

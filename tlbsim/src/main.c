@@ -206,8 +206,9 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (access_ns > 0)
 		m.access_ns = access_ns;	/* 1 / access rate */
-	if (refill_ns >= 0)
-		m.refill_ns = refill_ns;
+	if (refill_ns >= 0)	/* one cost for every refill */
+		m.refill_ns = m.guest_refill_ns = m.host_refill_ns =
+			m.huge_refill_ns = refill_ns;
 	if (tlbs_workload_parse(&w, workload, m.huge_shift, err,
 				sizeof(err))) {
 		fprintf(stderr, "tlbsim: %s\n", err);

@@ -253,7 +253,10 @@ translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 	u32 n, i, j;
 
 	if (u->only[c]) {	/* one group for the size: the common case */
-		u->walks[c] += !tlbs_group_access_fast(u->only[c], key);
+		u64 miss = !tlbs_group_access_fast(u->only[c], key);
+
+		u->walks[c] += miss;
+		u->walks[TLBS_WALK_S2_BASE] += miss & tlbs_key_s2_base(key);
 		return;
 	}
 	n = m->pathlen[c];
@@ -269,6 +272,7 @@ translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 		}
 	}
 	u->walks[c]++;
+	u->walks[TLBS_WALK_S2_BASE] += tlbs_key_s2_base(key);
 	for (i = 0; i < n; i++)
 		tlbs_group_fill(&m->g[m->path[c][i]], key);
 }
@@ -547,12 +551,24 @@ void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit)
 	}
 }
 
+double tlbs_mmu_refill_time_ns(const struct tlbs_mmu *u)
+{
+	const struct tlbs_machine *m = u->m;
+	u64 base = u->walks[TLBS_BASE], huge = u->walks[TLBS_HUGE];
+	u64 host = u->walks[TLBS_WALK_S2_BASE];
+
+	if (u->model != TLBS_VZ)
+		return (double)(base + huge) * m->refill_ns;
+	return (double)(base - host) * m->guest_refill_ns +
+	       (double)host * m->host_refill_ns +
+	       (double)huge * m->huge_refill_ns;
+}
+
 double tlbs_mmu_time_ns(const struct tlbs_mmu *u)
 {
 	const struct tlbs_machine *m = u->m;
 
 	return (double)u->accesses * m->access_ns +
 	       (double)u->l1_misses * m->l1_miss_ns +
-	       (double)(u->walks[TLBS_BASE] + u->walks[TLBS_HUGE]) *
-	       m->refill_ns;
+	       tlbs_mmu_refill_time_ns(u);
 }

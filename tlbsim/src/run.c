@@ -243,14 +243,16 @@ void tlbs_run_json(const struct tlbs_run *r, FILE *f)
 	fprintf(f, "\"accesses\": %llu, \"est_time_s\": %.6f, ",
 		(unsigned long long)u->accesses, t);
 	fprintf(f, "\"refills_huge\": %llu, \"refills_small\": %llu, "
-		"\"l1_misses\": %llu, ", (unsigned long long)rh,
-		(unsigned long long)rs, (unsigned long long)u->l1_misses);
+		"\"refills_stage2\": %llu, \"l1_misses\": %llu, ",
+		(unsigned long long)rh, (unsigned long long)rs,
+		(unsigned long long)u->walks[TLBS_WALK_S2_BASE],
+		(unsigned long long)u->l1_misses);
 	fprintf(f, "\"refills_per_s\": %.1f, \"refills_huge_per_s\": %.1f, "
 		"\"refills_small_per_s\": %.1f, ",
 		t > 0 ? (rh + rs) / t : 0.0, t > 0 ? rh / t : 0.0,
 		t > 0 ? rs / t : 0.0);
 	fprintf(f, "\"refill_share\": %.6f, ",
-		t > 0 ? (rh + rs) * m->refill_ns / 1e9 / t : 0.0);
+		t > 0 ? tlbs_mmu_refill_time_ns(u) / 1e9 / t : 0.0);
 	fprintf(f, "\"total_pages\": %llu, \"huge_pages\": %llu, "
 		"\"huge_limit\": %llu, \"min_limit\": %llu, "
 		"\"splits\": %llu, \"restores\": %llu, ",
