@@ -1,6 +1,7 @@
-"""tools/cloud: a process of the cloud that dies mid-run stops the tempest
-run at once, named (watchdog.py), and the kvm host's commands name the
-node when it is gone (nodeexec.py).
+"""tools/cloud's tempest runner: a process of the cloud that dies mid-run
+stops the tempest run at once, named (watchdog.py), the kvm host's
+commands name the node when it is gone (nodeexec.py), the kvm host is on
+by default and the tempest.conf files and worker file (run_tempest.py).
 
 Real processes throughout: recorded the way cloud.py records its
 services (procs.spawn, state.json), a stand-in for ``tempest run`` with a
@@ -160,3 +161,18 @@ def test_tempest_conf_for_the_ssh_pass(tmp_path):
     assert c.get('tlbbalance', 'ssh_port') == '24415'
     assert c.get('tlbbalance', 'cli') == '/v/bin/tlbbalance'
     assert c.get('tlbbalance', 'libvirt_uri') == 'qemu:///system'
+
+
+def test_worker_file_splits_kvm_tests_from_the_rest():
+    import re
+    import yaml
+    workers = [w['worker'] for w in yaml.safe_load(run_tempest.WORKERS)]
+    ids = ['tlbbalance_tempest_plugin.tests.scenario.test_module.'
+           'ModuleTraitTest.test_registered_with_flavor_parameters',
+           'tlbbalance_tempest_plugin.tests.scenario.test_lifecycle.'
+           'LifecycleTest.test_hard_reboot_then_delete',
+           'tempest.api.compute.flavors.test_flavors.FlavorsV2TestJSON.'
+           'test_get_flavor']
+    got = [[i for i in ids if any(re.search(r, i) for r in w)]
+           for w in workers]
+    assert got == [ids[:1], ids[1:]]
