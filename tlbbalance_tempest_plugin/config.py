@@ -38,6 +38,10 @@ opts = [
     cfg.StrOpt('module_trait', default='CUSTOM_TLBBALANCE_MODULE',
                help='Placement trait of compute hosts with tlbbalance.ko '
                     'loaded; flavors that need the module require it.'),
+    cfg.BoolOpt('module_host_required', default=False,
+                help='A compute host with the module trait is expected '
+                     '(the cloud in a box with its kvm host): the module '
+                     'tests fail instead of skipping when none has it.'),
     cfg.FloatOpt('thp_coverage_min', default=99.0,
                  help='Minimum share of guest RAM on huge pages, percent, '
                       'for a THP-backed server.'),

@@ -131,6 +131,22 @@ class TLBBalanceTest(base.BaseV2ComputeAdminTest):
                           'loaded: module checks skipped (the hook reports '
                           '"module absent")' % host.name)
 
+    def module_hosts(self, what):
+        """The hosts with the module trait; none: a skip naming what is
+        not checked, or a failure where the cloud promises such a host
+        (``[tlbbalance] module_host_required``)."""
+        trait = CONF.tlbbalance.module_trait
+        found = self.hosts_with_trait(trait)
+        if not found:
+            why = ('no compute host has %s (no tlbbalance kernel module '
+                   'loaded anywhere): %s' % (trait, what))
+            if CONF.tlbbalance.module_host_required:
+                self.fail(why + '; but [tlbbalance] module_host_required '
+                          'says this cloud has one (its kvm host died or '
+                          'lost the module?)')
+            self.skipTest(why)
+        return found
+
     def hosts_with_trait(self, trait):
         try:
             rps = self.placement_client.list_resource_providers(

@@ -17,7 +17,7 @@ mkdir -p "$logdir" "$cache"
 
 # Per-env wall-clock cap (seconds), against a hang; a normal run of all
 # envs takes 40-50 minutes on 2 cores (kmod-arm64 7-15, ansible 12-15,
-# tempest 8-10 of it).
+# tempest 10-18 of it: with the kvm host and the SSH pass, docs/cloud.md).
 declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
 		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [tempest]=1800)

@@ -22,6 +22,8 @@ PORTS = {
     'glance': 12,
     'nova': 13,
     'neutron': 14,
+    # the fast hosts' sshds (sshaccess.py), each on its own 127.1.0.N
+    'ssh': 15,
 }
 
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',

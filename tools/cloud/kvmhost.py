@@ -2,7 +2,8 @@
 guests with the real tlbbalance.ko and hook, driven by a nova-compute on
 this machine.
 
-Started only with ``TLBB_CLOUD_KVM_HOST=1``. docs/cloud.md ("The kvm
+Started with ``TLBB_CLOUD_KVM_HOST=1`` (``tox -e tempest`` sets it unless
+it is 0: run_tempest.py). docs/cloud.md ("The kvm
 host") says why nova-compute runs here and not in the node, and what was
 measured. The pieces:
 
@@ -83,7 +84,8 @@ class KvmHost:
 
     def exec_prefix(self):
         return [sys.executable, os.path.join(HERE, 'nodeexec.py'),
-                self.agent_sock, '--']
+                self.agent_sock, '--host', self.name,
+                '--log', self.lay.log(self.daemon), '--']
 
     def facts(self):
         """What a client needs (cloud.json). ``uri`` is for commands run

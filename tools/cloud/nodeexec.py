@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Run one command in the kvm host's node: ``nodeexec.py SOCK -- ARGV``.
+"""Run one command in the kvm host's node:
+``nodeexec.py SOCK [--host NAME --log LOG] -- ARGV``.
 
 The ``exec`` prefix of the kvm host in cloud.json: it asks nodekeeper.py
 (over its unix socket SOCK) to run ARGV through the node's agent, prints
 the command's stdout and stderr and exits with its status (125: the node
-or the keeper is not there). Only the standard library.
+or the keeper is not there; stderr then names the compute host NAME and
+the keeper's LOG, which says how the node died). Only the standard
+library.
 """
 
 import json
@@ -17,10 +20,23 @@ TIMEOUT = 600
 
 
 def main(argv):
-    if len(argv) < 3 or argv[1] != '--':
-        print('usage: nodeexec.py SOCK -- ARGV...', file=sys.stderr)
+    opts = {}
+    rest = argv[1:]
+    while len(rest) >= 2 and rest[0] in ('--host', '--log'):
+        opts[rest[0]] = rest[1]
+        rest = rest[2:]
+    if not argv or len(rest) < 2 or rest[0] != '--':
+        print('usage: nodeexec.py SOCK [--host NAME --log LOG] -- ARGV...',
+              file=sys.stderr)
         return 2
-    sock_path, cmd = argv[0], argv[2:]
+    sock_path, cmd = argv[0], rest[1:]
+
+    def down(why):
+        print('nodeexec: the node of compute host %s is down (%s: %s); '
+              'its keeper\'s log says why: %s' % (
+                  opts.get('--host', '?'), sock_path, why,
+                  opts.get('--log', '?')), file=sys.stderr)
+        return 125
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(TIMEOUT)
     try:
@@ -34,11 +50,9 @@ def main(argv):
                 break
             buf += chunk
     except OSError as e:
-        print('nodeexec: %s: %s' % (sock_path, e), file=sys.stderr)
-        return 125
+        return down(e)
     if not buf.strip():
-        print('nodeexec: no answer from %s' % sock_path, file=sys.stderr)
-        return 125
+        return down('no answer')
     reply = json.loads(buf)
     sys.stdout.write(reply.get('stdout', ''))
     sys.stderr.write(reply.get('stderr', ''))

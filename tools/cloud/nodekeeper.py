@@ -89,7 +89,8 @@ class Keeper:
         with self.lock:
             if self.node is None or not self.node.alive():
                 return {'rc': 125, 'stdout': '',
-                        'stderr': 'nodekeeper: the node is not running\n'}
+                        'stderr': 'nodekeeper: the node of compute host %s '
+                                  'is not running\n' % self.args.name}
             try:
                 res = self.node.run(req['argv'],
                                     timeout=int(req.get('timeout', 300)),
@@ -172,8 +173,11 @@ def main():
         with keeper.lock:
             alive = keeper.node.alive()
         if not alive and not keeper.stopping:
-            say('the node died (QEMU exit %s)\n%s' % (
-                keeper.node.proc.returncode, keeper.node.console_tail()))
+            # the cause last: a reader of the log's tail sees it
+            say('the console (%s) ends:\n%s' % (
+                keeper.node.console, keeper.node.console_tail(10)))
+            say('the node of compute host %s died (QEMU exit %s)' % (
+                args.name, keeper.node.proc.returncode))
             return 1
 
 

@@ -60,6 +60,8 @@ class ModuleTraitTest(base.TLBBalanceTest):
                              'host %s: module loaded=%s but trait %s %s'
                              % (h, loaded, trait, 'set' if h in with_trait
                                 else 'missing'))
+        if not with_trait and CONF.tlbbalance.module_host_required:
+            self.module_hosts('the flavor can only be refused')
         flavor = self.tagged_flavor(
             mode='balance', **{'trait:%s' % trait: 'required'})
         server = self.boot_until_settled(flavor)
@@ -73,10 +75,7 @@ class ModuleTraitTest(base.TLBBalanceTest):
     @decorators.idempotent_id('a4c2e3f1-7b9d-4e2a-9c8f-5d1e0b3a7c02')
     def test_registered_with_flavor_parameters(self):
         trait = CONF.tlbbalance.module_trait
-        if not self.hosts_with_trait(trait):
-            self.skipTest('no compute host has %s (no tlbbalance kernel '
-                          'module loaded anywhere): registration is '
-                          'checked on a kvm host' % trait)
+        self.module_hosts('registration is checked on a kvm host')
         flavor = self.tagged_flavor(
             mode='monitor', imbalance_threshold='30',
             **{'trait:%s' % trait: 'required'})
@@ -97,10 +96,7 @@ class ModuleTraitTest(base.TLBBalanceTest):
         """A server of a module-needing flavor on a host with the module;
         (host, domain, its first registered report)."""
         trait = CONF.tlbbalance.module_trait
-        if not self.hosts_with_trait(trait):
-            self.skipTest('no compute host has %s (no tlbbalance kernel '
-                          'module loaded anywhere): stage-2 checks run on '
-                          'a kvm host' % trait)
+        self.module_hosts('stage-2 checks run on a kvm host')
         flavor = self.tagged_flavor(
             ram=ram, **dict(specs, **{'trait:%s' % trait: 'required'}))
         t0 = time.monotonic()
