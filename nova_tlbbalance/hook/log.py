@@ -2,7 +2,7 @@
 
 Every phase ends with one record carrying its duration, so the time a hook
 adds to a VM's lifecycle is visible in the host log (and, with
-TLBB_HOOK_LOG, machine-readable for tests and benchmarks).
+the ``log_file`` setting, machine-readable for tests and benchmarks).
 
 The syslog summary is logfmt: ``key=value`` pairs separated by spaces, in
 key order; a value that is empty or holds a space, ``"``, ``=``, a
@@ -83,7 +83,8 @@ class Log:
             sys.stderr.write(line + '\n')
 
     def record(self, **fields):
-        """One JSON line to TLBB_HOOK_LOG (if set) and a syslog summary."""
+        """One JSON line to the log_file setting (if set) and a syslog
+        summary."""
         fields.setdefault('time', time.time())
         for k, v in fields.items():
             if isinstance(v, str):

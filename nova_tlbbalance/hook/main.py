@@ -17,7 +17,9 @@ STARTUP = ('prepare', 'started', 'reconnect')     # hook.phases
 TEARDOWN = ('stopped', 'release')                  # hook.teardown
 
 
-def main(argv=None, stdin=None, stdout=None):
+def main(argv=None, stdin=None, stdout=None, conf=None):
+    """conf: the hook.conf to read (the installed hook names it; None:
+    /etc/tlbbalance/hook.conf)."""
     t0 = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     stdin = sys.stdin.buffer if stdin is None else stdin
@@ -36,10 +38,10 @@ def main(argv=None, stdin=None, stdout=None):
         return 0
     if op in TEARDOWN:
         from nova_tlbbalance.hook import teardown
-        return teardown.run(name, op, sub, data, t0)
+        return teardown.run(name, op, sub, data, t0, conf)
     if op in STARTUP:
         from nova_tlbbalance.hook import phases
-        return phases.run(name, op, sub, data, t0)
+        return phases.run(name, op, sub, data, t0, conf)
     return 0
 
 

@@ -10,7 +10,7 @@ none of the policy and probe imports.)
 
 A problem is logged and the VM goes on, unless the policy is strict: then
 the phase exits 1 and libvirt fails the start with our message. Each phase
-runs under a hard timer (TLBB_HOOK_TIMEOUT).
+runs under a hard timer (the ``timeout`` setting, hook.conf).
 """
 
 import os
@@ -32,8 +32,8 @@ from nova_tlbbalance.shown import clip
 from nova_tlbbalance.shown import shown
 
 
-def run(name, op, sub, data, t0):
-    config, log = setup()
+def run(name, op, sub, data, t0, conf=None):
+    config, log = setup(conf)
     try:
         pol = policy_mod.Policy.from_domain_xml(data)
         dom = domxml.parse(data) if pol is not None else None

@@ -37,8 +37,8 @@ def _vm(name, data):
     return modclient.vm_dir_name(name, m.group(1).decode() if m else None)
 
 
-def run(name, op, sub, data, t0):
-    config, log = setup()
+def run(name, op, sub, data, t0, conf=None):
+    config, log = setup(conf)
     client = modclient.Client(config.configfs)
     func = stopped if op == 'stopped' else release
 

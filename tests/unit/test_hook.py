@@ -79,11 +79,13 @@ def fake(tmp_path, monkeypatch):
     fake.maps((128, 128))
     cfs = tmp_path / 'configfs'
     log = tmp_path / 'hook.jsonl'
-    for k, v in (('TLBB_PROC', p), ('TLBB_SYS', s), ('TLBB_LIBVIRT_RUN', run),
-                 ('TLBB_CONFIGFS', str(cfs)), ('TLBB_HOOK_LOG', str(log)),
-                 ('TLBB_SYSLOG', ''),
-                 ('TLBB_STATE_DIR', str(tmp_path / 'state'))):
-        monkeypatch.setenv(k, v)
+    # the settings through the environment (docs/hook.md), and no
+    # settings file: the host's /etc/tlbbalance/hook.conf is never read
+    for k, v in (('PROC', p), ('SYS', s), ('RUN_DIR', run),
+                 ('CONFIGFS', str(cfs)), ('LOG_FILE', str(log)),
+                 ('SYSLOG', ''), ('STATE_DIR', str(tmp_path / 'state')),
+                 ('CONF', str(tmp_path / 'no-hook.conf'))):
+        monkeypatch.setenv('TLBB_HOOK_' + k, v)
     fake.cfs = cfs
     fake.tmp = tmp_path
     fake.records = lambda: [json.loads(x) for x in log.read_text().split(
@@ -192,7 +194,7 @@ def test_misaligned(fake, capsys):
 def test_tlbi_scope_checked(fake, monkeypatch):
     load_module(fake)
     monkeypatch.setattr(phases.proc, 'affinity', lambda tid: (0, 5))
-    s = os.environ['TLBB_SYS']
+    s = os.environ['TLBB_HOOK_SYS']
     for cpu in range(8):
         base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
         write(base + 'die_id', str(cpu // 4))
@@ -237,17 +239,22 @@ def test_bad_policy_and_bad_setting_never_block(fake, monkeypatch, capsys):
     assert "'turbo'" in fake.records()[-1]['result']
     monkeypatch.setenv('TLBB_HOOK_TIMEOUT', 'soon')
     assert run('prepare', domain())[0] == 0
-    assert "TLBB_HOOK_TIMEOUT='soon'" in capsys.readouterr().err
+    assert "$TLBB_HOOK_TIMEOUT: timeout = 'soon': not a number" in \
+        capsys.readouterr().err
     assert run('start', domain())[0] == 0      # no-op phase: fast path
 
 
 def test_installed_hook_runs(tmp_path):
     dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    conf = str(tmp_path / 'hook.conf')
     install.install(dest, sys.executable,
-                    {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')})
+                    {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')},
+                    conf=conf)
     text = open(dest).read()
-    assert text.startswith('#!%s -S\n' % sys.executable)
-    assert "os.environ.setdefault('TLBB_HOOK_TIMEOUT', '3')" in text
+    assert text.startswith('#!%s -IS\n' % sys.executable)
+    assert 'CONF = %r\n' % conf in text
+    assert 'TLBB_HOOK_TIMEOUT' not in text and 'environ' not in text
+    assert 'timeout = 3\n' in open(conf).read()
     assert os.access(dest, os.X_OK)
     xml = domain()
     p = subprocess.run([dest, 'vm1', 'migrate', 'begin', '-'], input=xml,
@@ -262,24 +269,32 @@ def test_install_rewrites_only_a_changed_hook(tmp_path, capsys):
     installer says "installed" or "unchanged" and leaves an identical,
     executable hook alone (same inode, same mtime)."""
     dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
-    argv = ['--dest', dest, '--python', sys.executable, '--timeout', '3']
+    conf = str(tmp_path / 'hook.conf')
+    argv = ['--dest', dest, '--python', sys.executable, '--config', conf,
+            '--timeout', '3']
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'installed %s\n' % dest
+    assert capsys.readouterr().out == 'installed %s\nsettings written %s\n' \
+        % (dest, conf)
     st = os.stat(dest)
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'unchanged %s\n' % dest
+    assert capsys.readouterr().out == 'unchanged %s\nsettings unchanged %s\n' \
+        % (dest, conf)
     assert (os.stat(dest).st_ino, os.stat(dest).st_mtime_ns) == \
         (st.st_ino, st.st_mtime_ns)
     with open(dest, 'a') as f:           # hand-edited: put back
         f.write('# edited\n')
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'installed %s\n' % dest
+    assert capsys.readouterr().out.startswith('installed %s\n' % dest)
     os.chmod(dest, 0o644)                # not executable: put back
     assert install.main(argv) == 0
     assert capsys.readouterr().out.startswith('installed ')
     assert os.access(dest, os.X_OK)
-    assert install.main(argv[:-1] + ['4']) == 0     # other settings
-    assert capsys.readouterr().out.startswith('installed ')
+    # other settings: the file changes, the hook does not (no libvirtd
+    # restart for a setting)
+    assert install.main(argv[:-1] + ['4']) == 0
+    assert capsys.readouterr().out == 'unchanged %s\nsettings written %s\n' \
+        % (dest, conf)
+    assert 'timeout = 4\n' in open(conf).read()
 
 
 def test_teardown_path_is_light(fake):
@@ -329,7 +344,7 @@ def syslog(fake, monkeypatch):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     s.bind(path)
     s.setblocking(False)
-    monkeypatch.setenv('TLBB_SYSLOG', path)
+    monkeypatch.setenv('TLBB_HOOK_SYSLOG', path)
 
     def received():
         out = []
@@ -400,7 +415,7 @@ def test_summary_line_is_quoted(fake, syslog):
     """Issue 11 item 8: values with spaces, quotes, '=' read back as one
     field each."""
     name = 'my vm x=1 "q" \\ end'
-    write('%s/%s.pid' % (os.environ['TLBB_LIBVIRT_RUN'],
+    write('%s/%s.pid' % (os.environ['TLBB_HOOK_RUN_DIR'],
                          name.replace('"', '&quot;')), str(PID))
     xml = domain().replace(b'<name>vm1</name>',
                            b'<name>my vm x=1 &quot;q&quot; \\ end</name>')

@@ -80,7 +80,8 @@ def main():
     inst = os.path.join(work, 'hook')
     from nova_tlbbalance.hook import install
     install.install(inst, sys.executable, {'syslog': '',
-                                           'log_file': os.devnull})
+                                           'log_file': os.devnull},
+                    conf=os.path.join(work, 'hook.conf'))
     untagged = libvirthost.plain_domain('bench', 64).encode()
     tagged = _common.tagged_xml('bench', 64).encode()
     t_untagged = hook_process_times(sys.executable, inst, untagged)
