@@ -40,6 +40,15 @@ def _seconds(text):
     return t
 
 
+def _bool(text):
+    low = text.strip().lower()
+    if low in ('1', 'true', 'yes', 'on'):
+        return True
+    if low in ('0', 'false', 'no', 'off', ''):
+        return False
+    raise ValueError('not a boolean (true or false)')
+
+
 def _path(text):
     return text.strip()
 
@@ -64,6 +73,8 @@ SETTINGS = (
             'only)'),
     Setting('run_dir', _path, '/run/libvirt/qemu', "libvirt's QEMU run "
             'directory (<name>.pid)'),
+    Setting('background', _bool, False, 'prepare/started of a non-strict '
+            'domain in a detached child: libvirt does not wait'),
     Setting('proc', _path, '/proc', 'procfs root (tests)'),
     Setting('sys', _path, '/sys', 'sysfs root (tests)'),
 )

@@ -6,6 +6,10 @@ with the domain XML on stdin. ``migrate`` and ``restore`` must print the
 prints nothing. A domain whose XML lacks the tlbbalance namespace is left
 alone after one substring search, before anything else is imported; so is
 the ``start`` phase (nothing to do between prepare and started).
+
+With the ``background`` setting, ``prepare`` and ``started`` of a domain
+whose policy cannot be strict run in a detached child (:mod:`.detach`):
+libvirt goes on at once; ``stopped``/``release`` wait for that child.
 """
 
 import sys
@@ -15,6 +19,7 @@ NS = b'http://openstack.org/xmlns/tlbbalance/1.0'
 PASS_THROUGH = ('migrate', 'restore')
 STARTUP = ('prepare', 'started', 'reconnect')     # hook.phases
 TEARDOWN = ('stopped', 'release')                  # hook.teardown
+BACKGROUND = ('prepare', 'started')
 
 
 def main(argv=None, stdin=None, stdout=None, conf=None):
@@ -40,8 +45,15 @@ def main(argv=None, stdin=None, stdout=None, conf=None):
         from nova_tlbbalance.hook import teardown
         return teardown.run(name, op, sub, data, t0, conf)
     if op in STARTUP:
+        where = None
+        if op in BACKGROUND:
+            from nova_tlbbalance.hook import detach
+            where = detach.to_background(name, op, data, conf)
+            if where == 'parent':
+                return 0            # libvirt goes on; the child works
         from nova_tlbbalance.hook import phases
-        return phases.run(name, op, sub, data, t0, conf)
+        return phases.run(name, op, sub, data, t0, conf,
+                          background=where == 'child')
     return 0
 
 

@@ -22,6 +22,7 @@ from nova_tlbbalance.hook import log
 from nova_tlbbalance.hook import main as hook_main
 from nova_tlbbalance.hook import phases
 from nova_tlbbalance import module_defs
+from nova_tlbbalance.probes import proc
 
 MiB = 1 << 20
 PID = 4321
@@ -193,7 +194,7 @@ def test_misaligned(fake, capsys):
 
 def test_tlbi_scope_checked(fake, monkeypatch):
     load_module(fake)
-    monkeypatch.setattr(phases.proc, 'affinity', lambda tid: (0, 5))
+    monkeypatch.setattr(proc, 'affinity', lambda tid: (0, 5))
     s = os.environ['TLBB_HOOK_SYS']
     for cpu in range(8):
         base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
@@ -315,7 +316,7 @@ def test_installed_hook_without_package_never_blocks(tmp_path):
     dest = str(tmp_path / 'tlbbalance')
     with open(install.template_path()) as f:
         text = install.render(f.read(), sys.executable, str(tmp_path / 'x'),
-                              {})
+                              None)
     with open(dest, 'w') as f:
         f.write(text)
     os.chmod(dest, 0o755)
@@ -436,3 +437,120 @@ def test_summary_line_is_quoted(fake, syslog):
                                'time': 1}) == 'a="b c" d=e f="" g="x\\ny"'
     assert log.parse_summary('a="b c" d=e f="" g="x\\ny"') == {
         'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny'}
+
+
+def test_startup_phases_import_what_they_use(fake, monkeypatch):
+    """Each phase is a process on the critical path of `virsh start`:
+    prepare imports no RAM-map, topology or JSON code, nor socket.py."""
+    monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["vm1", "prepare", "begin", "-"], io.BytesIO(%r),'
+            ' io.BytesIO()); print(rc, sorted(sys.modules))' % domain())
+    out = subprocess.run([sys.executable, '-c', code],
+                         capture_output=True, text=True,
+                         check=True).stdout.split(' ', 1)
+    assert out[0] == '0'
+    for heavy in ('nova_tlbbalance.probes.memmap', 'json', 'socket',
+                  'nova_tlbbalance.probes.topology'):
+        assert "'%s'" % heavy not in out[1], heavy
+
+
+def installed(fake, tmp_path, **settings):
+    """The hook installed as libvirtd runs it, settings in its file; the
+    fake fixture's environment points it at the fake trees."""
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    install.install(dest, sys.executable, settings,
+                    conf=str(tmp_path / 'hook.conf'))
+    env = {k: v for k, v in os.environ.items() if k.startswith('TLBB_')}
+    env.update(PATH='/usr/bin:/bin')
+    env.pop('TLBB_HOOK_CONF')
+    return dest, env
+
+
+def fifo(path):
+    os.unlink(path)
+    os.mkfifo(path)
+
+
+def feed(path, text):
+    """Write text into a FIFO the hook's child is (about to be) reading;
+    bounded: the child opens it within seconds or the test fails."""
+    fd = None
+    end = time.monotonic() + 20
+    while fd is None:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:             # ENXIO: no reader yet
+            assert time.monotonic() < end, 'nobody opened %s' % path
+            time.sleep(0.05)
+    os.write(fd, text.encode())
+    os.close(fd)
+
+
+def wait_record(fake, phase, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        recs = [r for r in fake.records() if r['phase'] == phase]
+        if recs:
+            return recs[-1]
+        time.sleep(0.05)
+    raise AssertionError('no %s record: %s' % (phase, fake.records()))
+
+
+def test_background_phase_does_not_hold_libvirt(fake, tmp_path):
+    """background = true: the hook process returns (and closes libvirt's
+    pipes) while its child still works; the record says background."""
+    dest, env = installed(fake, tmp_path, background='true')
+    thp = os.path.join(env['TLBB_HOOK_SYS'],
+                       'kernel/mm/transparent_hugepage/enabled')
+    fifo(thp)       # the child's prepare blocks reading it
+    p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env,
+                       timeout=30)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b'', b'')
+    assert fake.records() == []     # the work is not done yet
+    feed(thp, 'always [madvise] never\n')
+    rec = wait_record(fake, 'prepare')
+    assert (rec['result'], rec.get('background')) == ('thp madvise', True)
+
+
+def test_background_keeps_strict_domains_in_the_foreground(fake, tmp_path):
+    dest, env = installed(fake, tmp_path, background='true')
+    for strict in ('true', 'TRUE', 'yes', 'junk'):
+        p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                           input=domain(strict=strict),
+                           capture_output=True, env=env, timeout=30)
+        rec = fake.records()[-1]    # written before the process ended
+        assert 'background' not in rec, (strict, rec)
+        assert p.returncode in (0, 1)
+
+
+def test_teardown_waits_for_a_background_registration(fake, tmp_path):
+    """A destroy right after start: `stopped` waits for the background
+    `started` of the same domain, so the VM is never left switched on
+    (without the wait, `mode off` would come first and the child's
+    `mode` write after it)."""
+    vm = load_module(fake)
+    dest, env = installed(fake, tmp_path, background='true')
+    maps = '%s/%d/maps' % (env['TLBB_HOOK_PROC'], PID)
+    with open(maps) as f:
+        text = f.read()
+    fifo(maps)      # the child's `started` blocks reading it
+    p = subprocess.run([dest, 'vm1', 'started', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env,
+                       timeout=30)
+    assert p.returncode == 0 and fake.records() == []
+    rel = subprocess.Popen([dest, 'vm1', 'stopped', 'end', '-'],
+                           stdin=subprocess.PIPE, env=env)
+    rel.stdin.write(domain())
+    rel.stdin.close()
+    time.sleep(0.5)                 # it stays blocked on the child's lock
+    assert rel.poll() is None and fake.records() == []
+    feed(maps, text)
+    assert rel.wait(timeout=30) == 0
+    phases_seen = [r['phase'] for r in fake.records()]
+    assert phases_seen == ['started', 'stopped'], fake.records()
+    assert fake.records()[0]['result'].startswith('registered as vm1')
+    assert fake.records()[1]['result'] == 'switched off'
+    assert vm.joinpath('pid').read_text() == str(PID)
+    assert vm.joinpath('mode').read_text() == 'off'
