@@ -19,6 +19,7 @@ any other):
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,12 +29,16 @@ import _common
 from _common import libvirthost
 
 
+# the CLI from this checkout, whatever the interpreter has installed
+ENV = dict(os.environ, PYTHONPATH=_common.TOP)
+
+
 def timed(cmd, runs):
     out = []
     last = None
     for _ in range(runs):
         t0 = time.monotonic()
-        last = subprocess.run(cmd, capture_output=True, text=True)
+        last = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
         out.append(time.monotonic() - t0)
     return out, last
 
@@ -57,12 +62,17 @@ def main():
             name = 'tlbbench-%03d' % i
             h.define(_common.tagged_xml(name, args.memory_mib), name,
                      start_paused=True)
-        print('%d domains started (paused) in %.1f s'
-              % (args.vms, time.monotonic() - t0), flush=True)
+        print('%d domains started (paused) in %.1f s, load average %s'
+              % (args.vms, time.monotonic() - t0, _common.loadavg()),
+              flush=True)
         # untimed warm-up: libvirt logs a one-time "custom-monitor" taint
         # per domain on its first monitor command
-        subprocess.run(cli + ['status', '--json'], capture_output=True)
+        subprocess.run(cli + ['status', '--json'], capture_output=True,
+                       env=ENV)
         full, p = timed(cli + ['status', '--json'], args.runs)
+        if p.returncode:
+            raise SystemExit('status --json exited %d:\n%s'
+                             % (p.returncode, p.stderr[-3000:]))
         data = json.loads(p.stdout)
         vms = [v for v in data['vms'] if v['name'].startswith('tlbbench-')]
         assert len(vms) == args.vms, len(vms)
