@@ -75,45 +75,42 @@ def _num(text, kind):
 
 
 def render(host, reps, verdicts=None):
-    """Metrics text for ``host`` facts and VM reports (vmreport)."""
+    """Metrics text for ``host`` (records.HostFacts) and VM reports
+    (records.VmReport)."""
     o = _Out()
-    o.add('tlbbalance_host_module_loaded', {},
-          int(host['module']['loaded']))
-    o.add('tlbbalance_host_dvmbm_enabled', {}, int(bool(
-        host['dvmbm']['enabled'])))
-    o.add('tlbbalance_host_hpage_pmd_bytes', {}, host['hpage_pmd_size'])
+    o.add('tlbbalance_host_module_loaded', {}, int(host.module.loaded))
+    o.add('tlbbalance_host_dvmbm_enabled', {}, int(host.dvmbm.enabled))
+    if host.hpage_pmd_size is not None:
+        o.add('tlbbalance_host_hpage_pmd_bytes', {}, host.hpage_pmd_size)
     for rep in reps:
-        vm = {'vm': rep['name']}
-        o.add('tlbbalance_vm_managed', vm, int(bool(rep.get('managed'))))
-        if 'memory' in rep:
-            o.add('tlbbalance_vm_ram_bytes', vm, rep['memory'])
-        cov = rep.get('coverage')
-        if cov:
-            o.add('tlbbalance_vm_huge_bytes', vm,
-                  cov['anon_huge'] + cov['hugetlb'])
+        vm = {'vm': rep.name}
+        o.add('tlbbalance_vm_managed', vm, int(rep.managed))
+        if rep.memory is not None:
+            o.add('tlbbalance_vm_ram_bytes', vm, rep.memory)
+        cov = rep.coverage
+        if cov is not None:
+            o.add('tlbbalance_vm_huge_bytes', vm, cov.anon_huge + cov.hugetlb)
             o.add('tlbbalance_vm_huge_coverage_ratio', vm,
-                  round(cov['coverage'], 6))
-        if 'ranges' in rep:
+                  round(cov.coverage, 6))
+        if rep.ranges is not None and rep.page_size is not None:
             o.add('tlbbalance_vm_misaligned_ranges', vm,
-                  sum(1 for r in rep['ranges'] if r['misalignment']))
-        if isinstance(rep.get('stage2'), dict):
-            for k, v in sorted(rep['stage2'].items()):
-                o.add('tlbbalance_vm_stage2_pages', dict(vm, size=k), v)
-        if 'vcpus' in rep:
-            o.add('tlbbalance_vm_vcpus', vm, len(rep['vcpus']))
-            o.add('tlbbalance_vm_vcpu_dies', vm, rep.get('dies', 0))
-            o.add('tlbbalance_vm_vcpu_clusters', vm, rep.get('clusters', 0))
+                  sum(1 for r in rep.ranges if r.misalignment))
+        for k, v in sorted((rep.stage2 or {}).items()):
+            o.add('tlbbalance_vm_stage2_pages', dict(vm, size=k), v)
+        if rep.vcpus is not None:
+            o.add('tlbbalance_vm_vcpus', vm, len(rep.vcpus))
+            o.add('tlbbalance_vm_vcpu_dies', vm, rep.dies or 0)
+            o.add('tlbbalance_vm_vcpu_clusters', vm, rep.clusters or 0)
             o.add('tlbbalance_vm_vcpu_pin_mismatch', vm,
-                  sum(1 for v in rep['vcpus'] if not v['matches_pin']))
-        mod = rep.get('module')
-        if rep.get('managed') and mod is not None:
-            o.add('tlbbalance_vm_registered', vm, int(mod['registered']))
-            st = mod.get('status') if mod['registered'] else None
-            if st:
-                _module_stats(o, vm, st)
-        if verdicts is not None and rep['name'] in verdicts:
+                  sum(1 for v in rep.vcpus if not v.matches_pin))
+        mod = rep.module
+        if rep.managed and mod is not None:
+            o.add('tlbbalance_vm_registered', vm, int(mod.registered))
+            if mod.registered and mod.status:
+                _module_stats(o, vm, mod.status)
+        if verdicts is not None and rep.name in verdicts:
             o.add('tlbbalance_vm_verify_failures', vm,
-                  len(verdicts[rep['name']]))
+                  len(verdicts[rep.name]))
     return o.text()
 
 

@@ -22,8 +22,8 @@ def register(sub):
 
 def scrape(args):
     host, reps = _common.collect(args)
-    verdicts = {r['name']: verdict.reasons(r, host=host) for r in reps
-                if r.get('managed')}
+    verdicts = {r.name: verdict.reasons(r, host=host) for r in reps
+                if r.managed}
     return exporter.render(host, reps, verdicts)
 
 

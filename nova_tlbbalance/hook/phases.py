@@ -28,8 +28,7 @@ from nova_tlbbalance.shown import shown
 
 # Each phase is a process of its own, on the critical path of `virsh
 # start`: a phase imports what it uses (prepare: preconditions; started:
-# proc, memmap, modclient; topology only for a tlbi_scope), in the
-# function, not here.
+# hostfacts, proc, memmap, modclient), in the function, not here.
 
 
 def run(name, op, sub, data, t0, conf=None, background=False):
@@ -72,20 +71,12 @@ def prepare(dom, pol, config, log, extra):
 
 # -- started ----------------------------------------------------------------
 
-def _page_size(dom, pol, config):
-    from nova_tlbbalance.probes import proc
-    if pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs:
-        return max([s for s, _ in dom.hugepages if s] or
-                   [proc.default_hugepage_size(config.proc)])
-    return proc.hpage_pmd_size(config.sys)
-
-
 def scope_problem(scope, allowed, topo):
     """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
     'cluster') on the host topology ``topo``, or None when they keep to one.
     """
-    from nova_tlbbalance.probes import topology
-    count = topology.span(allowed, topo)[
+    from nova_tlbbalance import hostfacts
+    count = hostfacts.span(allowed, topo)[
         'dies' if scope == 'die' else 'clusters']
     if count > 1:
         return ('tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
@@ -96,6 +87,7 @@ def scope_problem(scope, allowed, topo):
 
 def inspect(dom, pol, config):
     """(pid, vcpu threads, ranges, problems) of the running domain."""
+    from nova_tlbbalance import hostfacts
     from nova_tlbbalance.probes import memmap
     from nova_tlbbalance.probes import proc
     pid = proc.qemu_pid(dom.name, config.run_dir)
@@ -103,9 +95,15 @@ def inspect(dom, pol, config):
     if not threads:
         raise Failure('QEMU pid %d has no vCPU threads ("CPU n/KVM")' % pid)
     blocks, ranges = memmap.guest_ram(dom, pid, config.proc)
-    page = _page_size(dom, pol, config)
+    page = hostfacts.guest_page_size(
+        dom, config.proc, config.sys,
+        hugetlbfs=pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs)
     problems = []
-    for r in ranges:
+    if page is None:
+        problems.append('the host huge page size is unknown (%s%s '
+                        'unreadable): alignment not checked'
+                        % (config.sys, hostfacts.HPAGE_PMD_SIZE))
+    for r in ranges if page else ():
         off = r.misalignment(page)
         if off:
             problems.append(
@@ -116,9 +114,8 @@ def inspect(dom, pol, config):
         allowed = set()
         for _, tid, _ in threads:
             allowed.update(proc.affinity(tid))
-        from nova_tlbbalance.probes import topology
         problem = scope_problem(pol.tlbi_scope, allowed,
-                                topology.cpu_topology(config.sys))
+                                hostfacts.cpu_topology(config.sys))
         if problem:
             problems.append(problem)
     return pid, threads, ranges, problems
