@@ -41,6 +41,26 @@ def main(argv=None, stdin=None, stdout=None, conf=None):
         return 0
     if NS not in data:
         return 0
+    try:
+        return _dispatch(name, op, sub, data, t0, conf)
+    except Exception as exc:
+        # A broken installation (a module that no longer imports, a bug
+        # before a phase's own guard): never take every VM down with it.
+        # Only a tagged domain that asked for strict mode is refused.
+        sys.stderr.write('tlbbalance hook: internal error in %s %s (%s: '
+                         '%s); domain left unmanaged\n'
+                         % (op, sub, type(exc).__name__, exc))
+        return 1 if op in ('prepare', 'started') and looks_strict(data) \
+            else 0
+
+
+def looks_strict(data):
+    """The template's own test (libvirt-hooks/tlbbalance) when nothing
+    else can be trusted."""
+    return b'strict="true"' in data or b"strict='true'" in data
+
+
+def _dispatch(name, op, sub, data, t0, conf):
     if op in TEARDOWN:
         from nova_tlbbalance.hook import teardown
         return teardown.run(name, op, sub, data, t0, conf)

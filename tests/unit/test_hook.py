@@ -555,3 +555,27 @@ def test_teardown_waits_for_a_background_registration(fake, tmp_path):
     assert fake.records()[1]['result'] == 'switched off'
     assert vm.joinpath('pid').read_text() == str(PID)
     assert vm.joinpath('mode').read_text() == 'off'
+
+
+def test_broken_installation_never_blocks_a_non_strict_vm(tmp_path):
+    """A module of the package that no longer imports (here a merge
+    conflict left in hook/phases.py, as once happened under a running
+    cloud) is reported; only a strict tagged domain is refused."""
+    import nova_tlbbalance
+    import shutil
+    src = os.path.dirname(os.path.abspath(nova_tlbbalance.__file__))
+    shutil.copytree(src, str(tmp_path / 'nova_tlbbalance'),
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    with open(str(tmp_path / 'nova_tlbbalance/hook/phases.py'), 'a') as f:
+        f.write('\n<<<<<<< HEAD\n')
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'sys.exit(m.main(sys.argv[1:], sys.stdin.buffer, '
+            'sys.stdout.buffer))')
+    for strict, rc in (('false', 0), ('true', 1)):
+        p = subprocess.run([sys.executable, '-c', code, 'vm1', 'started',
+                            'begin', '-'], input=domain(strict=strict),
+                           capture_output=True, cwd=str(tmp_path),
+                           env={'PATH': '/usr/bin:/bin',
+                                'TLBB_HOOK_CONF': os.devnull}, timeout=60)
+        assert p.returncode == rc, p.stderr
+        assert b'internal error in started begin (SyntaxError' in p.stderr
