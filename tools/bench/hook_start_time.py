@@ -15,7 +15,7 @@ Prints the medians and their ratio, the hook's own per-phase times from
 its log, and the whole hook process as libvirtd runs it (scrubbed
 environment, domain XML on stdin) for each phase of a tagged domain,
 ``started`` against the real running QEMU, and for an untagged one. The
-goals (docs/hook.md, issue 14 item 10): under 100 ms added to the median
+goals (docs/hook.md, "Cost"): under 100 ms added to the median
 `virsh start` on a quiet machine, a tagged phase's whole process under
 60 ms.
 

@@ -7,7 +7,7 @@ immediate allocation, XML from the driver plugin's code) started paused
 threads created, but burns no CPU), under a libvirtd with the hook
 installed. Times the real CLI (`python -m nova_tlbbalance status --json`),
 with the QEMU monitor queries (gpa2hva per RAM range, query-stats) and
-without them (--no-monitor), and `verify`. The goal (issue 14 item 10):
+without them (--no-monitor), and `verify`. The goal (docs/cli.md):
 `status --json` for 200 VMs in under 1 s, a Prometheus scrape's budget.
 Each domain costs ~40-60 MiB of host RAM (its QEMU and its guest RAM):
 check `free -m` before asking for 200.
