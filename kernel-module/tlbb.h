@@ -6,6 +6,7 @@
  *   tlbb_configfs.c     the configfs interface (parsing, errnos) only
  *   tlbb_vm.c           the VM object: lifecycle, locking, the per-VM tick
  *   tlbb_thp.c          the THP limiter: count, split, hold, release
+ *   tlbb_heat.c         heat of the huge pages (accessed-bit sampling)
  *   tlbb_counter*.c     refill counting backends (PMU, injection)
  *   tlbb_debugfs.c      debugfs: injection file and tick cost counters
  *   core/tlbb_ctrl.c    the pure controller (not part of this layer)
@@ -22,13 +23,21 @@
 
 #include "core/tlbb_ctrl.h"
 
-#define TLBB_NAME_MAX		64
-#define TLBB_MAX_RANGES		64
-#define TLBB_MAX_VCPUS		1024
+/* TLBB_NAME_MAX, TLBB_MAX_RANGES, TLBB_MAX_VCPUS */
+enum {
+#define TLBB_LIMIT(name, value, help) TLBB_##name = (value),
+#include "core/tlbb_limits.def"
+#undef TLBB_LIMIT
+};
 /* Largest injected rate, refills per second (far above any real TLB). */
 #define TLBB_INJECT_MAX_RATE	1000000000000ULL
 
-enum tlbb_mode { TLBB_MODE_OFF, TLBB_MODE_MONITOR, TLBB_MODE_BALANCE };
+enum tlbb_mode {
+#define TLBB_MODE(id, name, help) TLBB_MODE_##id,
+#include "core/tlbb_modes.def"
+#undef TLBB_MODE
+	TLBB_NR_MODES
+};
 
 struct tlbb_range {
 	unsigned long hva, len;
@@ -72,6 +81,18 @@ struct tlbb_limiter {
 };
 
 /*
+ * Heat of the huge-page slots of the ranges (tlbb_heat.c): one byte per
+ * slot, the last eight accessed-bit samples; NULL until split_order 2
+ * first samples.
+ */
+struct tlbb_heat {
+	u8 *heat;
+	u64 nslots;		/* slots heat[] covers */
+	u64 cursor;		/* next slot to sample */
+	u64 sampled;		/* slots sampled since the pid was set */
+};
+
+/*
  * A registration being staged ("stage" written to commit): what writes to
  * pid, vcpu_tids, ranges, mode and the tunables set instead of the live
  * VM, applied at once by "commit". Ids as written, resolved at commit.
@@ -110,6 +131,7 @@ struct tlbb_vm {
 	struct tlbb_params params;
 	struct tlbb_ctrl ctrl;
 	struct tlbb_limiter lim;
+	struct tlbb_heat heat;
 
 	/* Counting backend. */
 	const struct tlbb_counter_ops *backend;	/* NULL: unavailable */
@@ -179,6 +201,13 @@ int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n);
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit);
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm);
 void tlbb_thp_forget(struct tlbb_vm *vm);
+unsigned long tlbb_thp_empty_block(struct mm_struct *mm, unsigned long addr,
+				   pud_t **pudp);
+
+/* tlbb_heat.c */
+void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm);
+u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot);
+void tlbb_heat_free(struct tlbb_vm *vm);
 
 /* tlbb_counter.c */
 void tlbb_counter_start(struct tlbb_vm *vm);
@@ -190,5 +219,6 @@ extern const struct tlbb_counter_ops tlbb_counter_pmu_ops;
 int tlbb_debugfs_init(void);
 void tlbb_debugfs_exit(void);
 void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns);
+void tlbb_debugfs_account_heat(u64 ns, u64 pmds);
 
 #endif /* TLBB_H */

@@ -51,4 +51,23 @@ static inline pmd_t tlbb_pmd_read(pmd_t *pmdp)
 	return READ_ONCE(*pmdp);
 }
 
+/*
+ * Test and clear the accessed bit of the huge PMD @pmdp (PMD lock held).
+ * x86 has pmdp_test_and_clear_young() out of line and does not export it:
+ * the same atomic bit operation as arch/x86/mm/pgtable.c here; arm64 has
+ * it inline.
+ */
+static inline int tlbb_pmdp_test_and_clear_young(struct vm_area_struct *vma,
+						 unsigned long addr,
+						 pmd_t *pmdp)
+{
+#ifdef CONFIG_X86
+	if (!pmd_young(*pmdp))
+		return 0;
+	return test_and_clear_bit(_PAGE_BIT_ACCESSED, (unsigned long *)pmdp);
+#else
+	return pmdp_test_and_clear_young(vma, addr, pmdp);
+#endif
+}
+
 #endif /* TLBB_COMPAT_H */

@@ -9,7 +9,9 @@
  *              "tick_ns" (whole tick: count, controller, limiter), "ctrl_ns"
  *              (controller core only), the two per-tick averages and
  *              "ktime_ns", the cost of one clock read (two are in each
- *              figure); writing "0" resets the sums.
+ *              figure), "heat_ns"/"heat_pmds" (accessed-bit sampling,
+ *              split_order 2: time and huge-page slots sampled); writing
+ *              "0" resets the sums.
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
@@ -24,12 +26,20 @@
 
 static struct dentry *tlbb_debugfs_dir;
 static atomic64_t tlbb_ticks, tlbb_tick_ns, tlbb_ctrl_ns;
+static atomic64_t tlbb_heat_ns, tlbb_heat_pmds;
 
 void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns)
 {
 	atomic64_inc(&tlbb_ticks);
 	atomic64_add(tick_ns, &tlbb_tick_ns);
 	atomic64_add(ctrl_ns, &tlbb_ctrl_ns);
+}
+
+/* One accessed-bit sample (tlbb_heat.c): its time and the slots it saw. */
+void tlbb_debugfs_account_heat(u64 ns, u64 pmds)
+{
+	atomic64_add(ns, &tlbb_heat_ns);
+	atomic64_add(pmds, &tlbb_heat_pmds);
 }
 
 /* What one ktime_get_ns() costs here: each figure above includes two. */
@@ -54,6 +64,9 @@ static int tlbb_cost_show(struct seq_file *m, void *v)
 	seq_printf(m, "tick_ns_per_vm_tick %llu\nctrl_ns_per_vm_tick %llu\n",
 		   ticks ? div64_u64(tick_ns, ticks) : 0,
 		   ticks ? div64_u64(ctrl_ns, ticks) : 0);
+	seq_printf(m, "heat_ns %llu\nheat_pmds %llu\n",
+		   (u64)atomic64_read(&tlbb_heat_ns),
+		   (u64)atomic64_read(&tlbb_heat_pmds));
 	seq_printf(m, "ktime_ns %llu\n", tlbb_ktime_cost());
 	return 0;
 }
@@ -79,6 +92,8 @@ static ssize_t tlbb_cost_write(struct file *file, const char __user *ubuf,
 	atomic64_set(&tlbb_ticks, 0);
 	atomic64_set(&tlbb_tick_ns, 0);
 	atomic64_set(&tlbb_ctrl_ns, 0);
+	atomic64_set(&tlbb_heat_ns, 0);
+	atomic64_set(&tlbb_heat_pmds, 0);
 	return len;
 }
 

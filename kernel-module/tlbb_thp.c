@@ -13,13 +13,14 @@
  * change and nothing is copied; KVM's MMU notifier drops its stage-2 huge
  * mapping and refaults it at the base page size.
  *
- * Which pages: the excess is split from the end of the last range downward.
- * The controller acts on the refill ratio of the whole VM, not on single
- * pages (no PMU tells which huge page is hot without sampling), so the
- * choice is made deterministic and cheap instead: it is reproducible, keeps
- * the low guest-physical memory (kernel text and early allocations of the
- * guest, usually the hottest) huge longest, and after a raise the pages
- * khugepaged re-forms are the first to be split again.
+ * Which pages: split_order (tlbb_params.def) chooses. 0, address order
+ * (the default): from the end of the last range downward, deterministic
+ * and cheap; it keeps the low guest-physical memory (kernel text and early
+ * allocations of the guest, often hot) huge longest. 1, random: each huge
+ * page equally likely (selection sampling, one walk). 2, heat: the coldest
+ * first by the accessed bits tlbb_heat.c samples each tick, ties highest
+ * address first. Whatever an order leaves unsplit (a page that changed
+ * under it) goes in address order, so every order meets the limit.
  *
  * Holding: while N_hc >= N_hl < total the covering anonymous VMAs carry
  * VM_NOHUGEPAGE (set by us, recorded in vm->lim.held), so neither page
@@ -88,8 +89,8 @@ int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
  * skip unpopulated address space in one step; 0 if a PMD table covers it,
  * which is then in *@pudp. mmap lock held.
  */
-static unsigned long tlbb_empty_block(struct mm_struct *mm, unsigned long addr,
-				      pud_t **pudp)
+unsigned long tlbb_thp_empty_block(struct mm_struct *mm, unsigned long addr,
+				   pud_t **pudp)
 {
 	pgd_t *pgd;
 	p4d_t *p4d;
@@ -122,7 +123,7 @@ static bool tlbb_pmd_is_huge(struct mm_struct *mm, unsigned long addr)
 {
 	pud_t *pud;
 
-	return !tlbb_empty_block(mm, addr, &pud) && tlbb_pmd_huge_at(pud, addr);
+	return !tlbb_thp_empty_block(mm, addr, &pud) && tlbb_pmd_huge_at(pud, addr);
 }
 
 /* The anonymous VMA holding all of [addr, addr + PMD_SIZE), or NULL. */
@@ -161,7 +162,7 @@ static u64 tlbb_count_span(struct mm_struct *mm, unsigned long addr,
 			mmap_read_lock(mm);
 			vma = NULL;
 		}
-		skip = tlbb_empty_block(mm, addr, &pud);
+		skip = tlbb_thp_empty_block(mm, addr, &pud);
 		next = ALIGN(addr + 1, skip ?: PUD_SIZE);
 		if (!next || next > end)
 			next = end;
@@ -206,24 +207,31 @@ int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n)
 	return 0;
 }
 
-/* Split @excess huge PMDs, last range and highest address first. */
-static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
-			      u64 excess)
+/*
+ * Call @fn on each huge PMD of an anonymous VMA in the ranges, last range
+ * and highest address first, with its slot number (tlbb_heat.c numbers
+ * slots range by range from the lowest address); stop when @fn returns
+ * false. mmap read lock held.
+ */
+static void tlbb_walk_huge(struct tlbb_vm *vm, struct mm_struct *mm,
+			   bool (*fn)(struct tlbb_vm *vm, struct mm_struct *mm,
+				      unsigned long addr, u64 slot, void *arg),
+			   void *arg)
 {
 	unsigned int i;
 
-	for (i = vm->nr_ranges; i-- > 0 && excess;) {
+	for (i = vm->nr_ranges; i-- > 0;) {
 		const struct tlbb_range *r = &vm->ranges[i];
 		unsigned long start = ALIGN(r->hva, PMD_SIZE);
 		unsigned long addr = ALIGN_DOWN(r->hva + r->len, PMD_SIZE);
+		u64 base = tlbb_thp_total_pages(vm->ranges, i);
 
-		while (addr > start && excess) {
+		while (addr > start) {
 			unsigned long skip;
 			pud_t *pud;
-			long ret;
 
 			addr -= PMD_SIZE;
-			skip = tlbb_empty_block(mm, addr, &pud);
+			skip = tlbb_thp_empty_block(mm, addr, &pud);
 			if (skip) {
 				/* nothing mapped down to the block's start */
 				addr = max(ALIGN_DOWN(addr, skip), start);
@@ -232,18 +240,137 @@ static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			if (!tlbb_pmd_huge_at(pud, addr) ||
 			    !tlbb_slot_vma(mm, addr))
 				continue;
-			ret = tlbb_gup_split_pmd(mm, addr);
-			if (ret < 0) {
-				vm->lim.last_err = ret;
-				continue;
-			}
-			if (!tlbb_pmd_is_huge(mm, addr)) {
-				vm->lim.splits++;
-				excess--;
-			}
-			cond_resched();
+			if (!fn(vm, mm, addr, base + ((addr - start) >> PMD_SHIFT),
+				arg))
+				return;
 		}
 	}
+}
+
+/* Which huge pages one split pass takes (split_order, tlbb_params.def). */
+enum tlbb_split_pass {
+	TLBB_PASS_ANY,		/* address order: every huge page in turn */
+	TLBB_PASS_RANDOM,	/* each with probability excess / left */
+	TLBB_PASS_COLDER,	/* heat below the threshold */
+	TLBB_PASS_AT,		/* heat at the threshold */
+};
+
+struct tlbb_split_ctx {
+	enum tlbb_split_pass pass;
+	u64 excess;		/* still to split */
+	u64 left;		/* TLBB_PASS_RANDOM: huge pages not yet seen */
+	u8 thresh;		/* TLBB_PASS_COLDER/AT */
+	u32 *hist;		/* tlbb_heat_hist(): heat -> huge pages */
+};
+
+static bool tlbb_split_pick(struct tlbb_vm *vm, struct tlbb_split_ctx *c,
+			    u64 slot)
+{
+	u8 heat = tlbb_heat_of(vm, slot);
+
+	switch (c->pass) {
+	case TLBB_PASS_RANDOM:
+		/* selection sampling: excess of the left, uniformly */
+		if (c->left <= c->excess) {
+			c->left -= !!c->left;
+			return true;
+		}
+		return get_random_u32() % c->left-- < c->excess;
+	case TLBB_PASS_COLDER:
+		return heat < c->thresh;
+	case TLBB_PASS_AT:
+		return heat == c->thresh;
+	default:
+		return true;
+	}
+}
+
+static bool tlbb_split_one(struct tlbb_vm *vm, struct mm_struct *mm,
+			   unsigned long addr, u64 slot, void *arg)
+{
+	struct tlbb_split_ctx *c = arg;
+	long ret;
+
+	if (!tlbb_split_pick(vm, c, slot))
+		return true;
+	ret = tlbb_gup_split_pmd(mm, addr);
+	if (ret < 0) {
+		vm->lim.last_err = ret;
+		return true;
+	}
+	if (!tlbb_pmd_is_huge(mm, addr)) {
+		vm->lim.splits++;
+		c->excess--;
+	}
+	cond_resched();
+	return c->excess > 0;
+}
+
+static bool tlbb_heat_count(struct tlbb_vm *vm, struct mm_struct *mm,
+			    unsigned long addr, u64 slot, void *arg)
+{
+	struct tlbb_split_ctx *c = arg;
+
+	c->hist[tlbb_heat_of(vm, slot)]++;
+	return true;
+}
+
+static void tlbb_split_pass(struct tlbb_vm *vm, struct mm_struct *mm,
+			    struct tlbb_split_ctx *c, enum tlbb_split_pass pass)
+{
+	c->pass = pass;
+	if (c->excess)
+		tlbb_walk_huge(vm, mm, tlbb_split_one, c);
+}
+
+/*
+ * Heat order: the coldest huge pages first, ties highest address first.
+ * One walk counts the huge pages per heat value; the threshold is the
+ * lowest heat at which the count reaches the excess; then everything
+ * colder is split, then pages at the threshold until the excess is met.
+ */
+static void tlbb_split_by_heat(struct tlbb_vm *vm, struct mm_struct *mm,
+			       struct tlbb_split_ctx *c)
+{
+	u64 sum = 0;
+	unsigned int t;
+
+	c->hist = kcalloc(256, sizeof(*c->hist), GFP_KERNEL);
+	if (!c->hist)
+		return;		/* address order then */
+	tlbb_walk_huge(vm, mm, tlbb_heat_count, c);
+	for (t = 0; t < 255; t++) {
+		sum += c->hist[t];
+		if (sum >= c->excess)
+			break;
+	}
+	c->thresh = t;
+	kfree(c->hist);
+	c->hist = NULL;
+	tlbb_split_pass(vm, mm, c, TLBB_PASS_COLDER);
+	tlbb_split_pass(vm, mm, c, TLBB_PASS_AT);
+}
+
+/*
+ * Split @excess of the @n huge PMDs in the order vm->params.split_order
+ * asks; what the order leaves (pages that changed under it) goes in
+ * address order, last range and highest address first.
+ */
+static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
+			      u64 excess, u64 n)
+{
+	struct tlbb_split_ctx c = { .excess = excess, .left = n };
+
+	switch (vm->params.split_order) {
+	case TLBB_SPLIT_RANDOM:
+		tlbb_split_pass(vm, mm, &c, TLBB_PASS_RANDOM);
+		break;
+	case TLBB_SPLIT_HEAT:
+		if (vm->heat.heat)
+			tlbb_split_by_heat(vm, mm, &c);
+		break;
+	}
+	tlbb_split_pass(vm, mm, &c, TLBB_PASS_ANY);
 }
 
 /*
@@ -394,7 +521,7 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 
 	if (n > limit) {
 		mmap_read_lock(mm);
-		tlbb_split_locked(vm, mm, n - limit);
+		tlbb_split_locked(vm, mm, n - limit, n);
 		vm->huge_pages = tlbb_count_locked(vm, mm);
 		mmap_read_unlock(mm);
 		/* what could not be split (e.g. PROT_NONE: EFAULT) */

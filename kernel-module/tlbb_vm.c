@@ -26,10 +26,10 @@
 
 #include "tlbb.h"
 
-static const char * const tlbb_mode_names[] = {
-	[TLBB_MODE_OFF] = "off",
-	[TLBB_MODE_MONITOR] = "monitor",
-	[TLBB_MODE_BALANCE] = "balance",
+static const char * const tlbb_mode_names[TLBB_NR_MODES] = {
+#define TLBB_MODE(id, name, help) [TLBB_MODE_##id] = name,
+#include "core/tlbb_modes.def"
+#undef TLBB_MODE
 };
 
 const char *tlbb_mode_name(enum tlbb_mode mode)
@@ -187,6 +187,7 @@ void tlbb_vm_drop(struct tlbb_vm *vm)
 
 void tlbb_vm_free(struct tlbb_vm *vm)
 {
+	tlbb_heat_free(vm);
 	free_cpumask_var(vm->cpus_ran);
 	free_cpumask_var(vm->cpus_allowed);
 	mutex_destroy(&vm->lock);
@@ -240,6 +241,8 @@ static int tlbb_vm_attach(struct tlbb_vm *vm, struct pid **pidp,
 	vm->refills_small_total = 0;
 	vm->ticks = 0;
 	memset(&vm->lim, 0, sizeof(vm->lim));
+	tlbb_heat_free(vm);
+	vm->heat.sampled = 0;
 	if (!*pidp)
 		return 0;
 
@@ -781,8 +784,11 @@ static void tlbb_vm_tick_work(struct work_struct *work)
 		if (act == TLBB_ACT_RAISE)
 			vm->lim.restores++;
 	}
-	if (vm->mode == TLBB_MODE_BALANCE)
+	if (vm->mode == TLBB_MODE_BALANCE) {
+		if (vm->params.split_order == TLBB_SPLIT_HEAT)
+			tlbb_heat_sample(vm, mm);
 		tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
+	}
 
 	queue_delayed_work(tlbb_wq, &vm->tick_work,
 			   msecs_to_jiffies(vm->params.interval_ms));

@@ -15,11 +15,12 @@ an operator types, so a test asserts what an operator would see).
 import json
 import shlex
 import subprocess
-import time
 
 from oslo_log import log as logging
 import paramiko
 from tempest import config
+
+from nova_tlbbalance import wait
 
 CONF = config.CONF
 LOG = logging.getLogger(__name__)
@@ -193,14 +194,8 @@ def for_host(name):
 
 def wait_until(what, probe, timeout, interval=1.0):
     """Poll probe() until it returns a true value; that value. On timeout
-    an AssertionError says what was waited for and the last value."""
-    end = time.monotonic() + timeout
-    last = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > end:
-            raise AssertionError('after %d s still not %s (last: %r)'
-                                 % (timeout, what, last))
-        time.sleep(interval)
+    an AssertionError (a test failure) says what was waited for and the
+    last value: nova_tlbbalance.wait.wait_until, which this distribution
+    ships beside the plugin."""
+    return wait.wait_until(what, probe, timeout, interval,
+                           error=AssertionError)

@@ -80,6 +80,8 @@ import subprocess
 import sys
 import time
 
+from nova_tlbbalance.wait import WaitTimeout, wait_until
+
 NS_DIRS = ('/run/libvirt', '/var/lib/libvirt', '/var/cache/libvirt',
            '/var/log/libvirt', '/etc/libvirt')
 HOOK_IN_NS = '/etc/libvirt/hooks/qemu.d/tlbbalance'
@@ -136,12 +138,10 @@ class _Pid:
 
 
 def _wait_gone(pids, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        pids = [p for p in pids if _alive(p)]
-        if not pids:
-            return []
-        time.sleep(0.05)
+    """The pids still alive after waiting up to timeout s for all to go."""
+    with contextlib.suppress(WaitTimeout):
+        wait_until('pids %s gone' % pids,
+                   lambda: not any(_alive(p) for p in pids), timeout, 0.05)
     return [p for p in pids if _alive(p)]
 
 
@@ -170,15 +170,11 @@ def _sock_answers(path):
 
 
 def _read_pidfile(path, timeout=PIDFILE_WAIT):
-    end = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(OSError, ValueError):
-            with open(path) as f:
-                return int(f.read())
-        if time.monotonic() > end:
-            raise RuntimeError('%s not written within %.0f s'
-                               % (path, timeout))
-        time.sleep(0.05)
+    def pid():
+        with open(path) as f:
+            return int(f.read())
+    return wait_until('%s written (a pid in it)' % path, pid, timeout, 0.05,
+                      retry_on=(OSError, ValueError), error=RuntimeError)
 
 
 class LibvirtHost:
@@ -292,16 +288,19 @@ class LibvirtHost:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         own = _mnt_ns('self')
-        end = time.monotonic() + NS_WAIT
-        while True:
+
+        def holder_alive():
+            if self.holder.poll() is not None:
+                raise RuntimeError('unshare -m exited (rc %s) before giving a '
+                                   'private mount namespace'
+                                   % self.holder.poll())
+
+        def private_ns():
             ns = _mnt_ns(self.holder.pid)
-            if ns and ns != own:
-                self.ns = ns
-                break
-            if self.holder.poll() is not None or time.monotonic() > end:
-                raise RuntimeError('unshare -m did not give a private mount '
-                                   'namespace (rc %s)' % self.holder.poll())
-            time.sleep(0.02)
+            return ns if ns and ns != own else None
+        self.ns = wait_until('unshare -m gives a private mount namespace',
+                             private_ns, NS_WAIT, 0.02, on_wait=holder_alive,
+                             error=RuntimeError)
         if self.hostname:
             # what libvirt reports as its host name (nova's hypervisor
             # name): two such hosts on one machine are two compute nodes

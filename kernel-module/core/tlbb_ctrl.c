@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * The balance controller: the paper's method, restated in
- * docs/controller.md, in integer arithmetic only.
+ * The balance controller: the paper's method and the hill method, restated
+ * in docs/controller.md, in integer arithmetic only.
  *
  * No libc, no floating point, no kernel headers. The only divisions are of
  * u64 by u64, which compile to one instruction on the 64-bit targets this
@@ -123,8 +123,10 @@ static void tlbb_mul_wide(u64 a, u64 b, u64 *hi, u64 *lo)
 u64 tlbb_trigger_ticks(const struct tlbb_params *p)
 {
 	u64 iv = p->interval_ms ? p->interval_ms : 1;
+	u64 ms = p->method == TLBB_METHOD_HILL ? p->hill_sustain_ms :
+		 p->sustain_ms;
 
-	return (p->sustain_ms + iv - 1) / iv;
+	return (ms + iv - 1) / iv;
 }
 
 u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in)
@@ -185,6 +187,7 @@ u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
 static void tlbb_window_clear(struct tlbb_ctrl *c)
 {
 	c->nsamples = 0;
+	c->win_cost = 0;
 	c->win_group = TLBB_G_NONE;
 	c->win_mixed = false;
 }
@@ -225,6 +228,12 @@ void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 	c->raised = 0;
 	c->decisions = 0;
 	c->run_dir = TLBB_G_NONE;
+	c->cost = 0;
+	c->hill_step = 0;
+	c->hill_best_cost = 0;
+	c->hill_best_limit = total_pages;
+	c->hill_held_cost = 0;
+	c->hill_dir = TLBB_G_NONE;
 	tlbb_window_clear(c);
 }
 
@@ -236,6 +245,8 @@ void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p)
 		c->load_count = c->trigger;
 	tlbb_window_clear(c);
 	c->run_dir = TLBB_G_NONE;
+	c->hill_step = 0;
+	c->hill_held_cost = 0;
 	c->state = c->load_count ? TLBB_ST_SUSTAIN : TLBB_ST_IDLE;
 }
 
@@ -251,6 +262,9 @@ static void tlbb_sample(struct tlbb_ctrl *c, const struct tlbb_input *in)
 	else if (g != c->win_group)
 		c->win_mixed = true;
 	c->y_samples[c->nsamples++] = y;
+	/* Capped per group: 64 samples of 2^41 stay far below 2^64. */
+	c->win_cost += tlbb_min(in->refills_huge, TLBB_REFILLS_MAX) +
+		       tlbb_min(in->refills_small, TLBB_REFILLS_MAX);
 }
 
 static enum tlbb_action tlbb_lower(struct tlbb_ctrl *c, u64 huge_in_use)
@@ -298,8 +312,8 @@ static enum tlbb_action tlbb_raise(struct tlbb_ctrl *c, u64 huge_in_use)
 	return TLBB_ACT_RAISE;
 }
 
-/* The window is full: average it and act on the result. */
-static enum tlbb_action tlbb_decide(struct tlbb_ctrl *c, u64 huge_in_use)
+/* The window is full: its mean y and refills, its group; empty it. */
+static enum tlbb_group tlbb_window_end(struct tlbb_ctrl *c)
 {
 	enum tlbb_group g = c->win_mixed ? TLBB_G_NONE : c->win_group;
 	u64 sum = 0;
@@ -308,9 +322,17 @@ static enum tlbb_action tlbb_decide(struct tlbb_ctrl *c, u64 huge_in_use)
 	for (i = 0; i < c->nsamples; i++)
 		sum += c->y_samples[i];	/* <= 64 x 10^12: no overflow */
 	c->y_milli = sum / c->nsamples;
+	c->cost = c->win_cost / c->nsamples;
 	c->dominant = g;
 	c->decisions++;
 	tlbb_window_clear(c);
+	return g;
+}
+
+/* The paper's method: act on the window's imbalance. */
+static enum tlbb_action tlbb_decide(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	enum tlbb_group g = tlbb_window_end(c);
 
 	if (g == TLBB_G_NONE ||
 	    c->y_milli <= c->p.imbalance_threshold * 1000 ||
@@ -321,6 +343,108 @@ static enum tlbb_action tlbb_decide(struct tlbb_ctrl *c, u64 huge_in_use)
 	if (g == TLBB_G_HUGE)
 		return tlbb_lower(c, huge_in_use);
 	return tlbb_raise(c, huge_in_use);
+}
+
+/* Method hill: set the limit to @target, saying which way it moved. */
+static enum tlbb_action tlbb_hill_set(struct tlbb_ctrl *c, u64 target,
+				      enum tlbb_state st)
+{
+	enum tlbb_action act = TLBB_ACT_NONE;
+
+	if (target < c->limit) {
+		c->lowered++;
+		act = TLBB_ACT_LOWER;
+	} else if (target > c->limit) {
+		c->raised++;
+		act = TLBB_ACT_RAISE;
+	}
+	c->limit = target;
+	c->state = st;
+	return act;
+}
+
+/* Method hill: the search is over; hold its best limit. */
+static enum tlbb_action tlbb_hill_hold(struct tlbb_ctrl *c)
+{
+	c->hill_step = 0;
+	c->hill_held_cost = c->hill_best_cost;
+	return tlbb_hill_set(c, c->hill_best_limit, TLBB_ST_HOLDING);
+}
+
+/* Method hill: try the limit hill_step pages past the best one. */
+static enum tlbb_action tlbb_hill_move(struct tlbb_ctrl *c)
+{
+	u64 base = c->hill_best_limit, target;
+
+	if (c->hill_dir == TLBB_G_HUGE) {
+		target = base > c->hill_step ? base - c->hill_step : 0;
+		if (target < tlbb_floor(c))
+			target = tlbb_floor(c);
+		if (target >= base)		/* at the floor */
+			return tlbb_hill_hold(c);
+		return tlbb_hill_set(c, target, TLBB_ST_LOWERING);
+	}
+	target = base + tlbb_min(c->total_pages - base, c->hill_step);
+	if (target == base)			/* everything may be huge */
+		return tlbb_hill_hold(c);
+	return tlbb_hill_set(c, target, TLBB_ST_RAISING);
+}
+
+/*
+ * Method hill: the window is full. During a search it measured the last
+ * move: keep a move that cut the mean refills per tick by more than
+ * hill_gain_pm and step on; otherwise halve the step and try again from
+ * the best limit, and hold that limit once the step reaches 0. Outside a
+ * search a window starts one, in the direction the imbalance says, unless
+ * the refills stay within hill_retry_pm of those of the last search's end.
+ */
+static enum tlbb_action tlbb_hill_decide(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	enum tlbb_group g = tlbb_window_end(c);
+	u64 held = c->hill_held_cost, dist;
+
+	if (c->hill_step) {
+		if (c->cost * 1000 <
+		    c->hill_best_cost * (1000 - c->p.hill_gain_pm)) {
+			c->hill_best_cost = c->cost;
+			c->hill_best_limit = c->limit;
+		} else {
+			c->hill_step >>= 1;
+			if (!c->hill_step)
+				return tlbb_hill_hold(c);
+		}
+		return tlbb_hill_move(c);
+	}
+	dist = c->cost > held ? c->cost - held : held - c->cost;
+	if (held && dist * 1000 <= held * c->p.hill_retry_pm) {
+		c->state = TLBB_ST_HOLDING;
+		return TLBB_ACT_NONE;
+	}
+	c->hill_best_cost = c->cost;
+	c->hill_best_limit = c->limit;
+	if (g == TLBB_G_NONE ||
+	    c->y_milli <= c->p.imbalance_threshold * 1000)
+		return tlbb_hill_hold(c);	/* no clear way to go */
+	if (g == TLBB_G_HUGE) {
+		c->hill_best_limit = tlbb_min(c->limit, huge_in_use);
+		if (c->hill_best_limit < tlbb_floor(c))
+			c->hill_best_limit = tlbb_floor(c);
+	} else if (huge_in_use < c->limit) {	/* huge pages still forming */
+		c->hill_held_cost = 0;
+		c->state = TLBB_ST_FORMING;
+		return TLBB_ACT_NONE;
+	}
+	if (c->monitor_only) {
+		c->hill_held_cost = 0;
+		c->state = TLBB_ST_MONITOR;
+		return TLBB_ACT_NONE;
+	}
+	c->hill_dir = g;
+	c->hill_step = tlbb_mul_div_cap(c->total_pages, c->p.hill_first_step_pm,
+					1000, c->total_pages);
+	if (!c->hill_step)
+		c->hill_step = 1;
+	return tlbb_hill_move(c);
 }
 
 enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
@@ -345,6 +469,7 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 			c->load_count--;
 		tlbb_window_clear(c);
 		c->run_dir = TLBB_G_NONE;
+		c->hill_step = 0;	/* a search ends; its limit holds */
 		c->state = TLBB_ST_IDLE;
 		return act;
 	}
@@ -361,7 +486,10 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 	/* The array bounds the window even if c->p was written directly. */
 	if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES)
 		return act;
-	dec = tlbb_decide(c, in->huge_in_use);
+	if (c->p.method == TLBB_METHOD_HILL)
+		dec = tlbb_hill_decide(c, in->huge_in_use);
+	else
+		dec = tlbb_decide(c, in->huge_in_use);
 	return dec != TLBB_ACT_NONE ? dec : act;
 }
 
@@ -382,6 +510,8 @@ const char *tlbb_state_name(enum tlbb_state s)
 		return "forming";
 	case TLBB_ST_MONITOR:
 		return "monitor";
+	case TLBB_ST_HOLDING:
+		return "holding";
 	default:
 		return "unknown";
 	}

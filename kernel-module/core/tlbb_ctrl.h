@@ -40,6 +40,17 @@ enum tlbb_param_id {
 	TLBB_P_COUNT
 };
 
+/*
+ * Values of the split_order tunable: which huge pages the limiter (module
+ * and simulator) splits first. Not the controller's business; kept here,
+ * beside the tunables, as the one list both read.
+ */
+enum tlbb_split_order {
+	TLBB_SPLIT_ADDRESS = 0,	/* highest address first */
+	TLBB_SPLIT_RANDOM = 1,	/* uniformly at random */
+	TLBB_SPLIT_HEAT = 2,	/* coldest (sampled accessed bits) first */
+};
+
 struct tlbb_param_desc {
 	const char *name;
 	u64 def, min, max;
@@ -65,6 +76,7 @@ enum tlbb_state {
 	TLBB_ST_RAISING,	/* small dominates, N_hc >= N_hl: N_hl up */
 	TLBB_ST_FORMING,	/* small dominates, N_hc < N_hl: wait, reset */
 	TLBB_ST_MONITOR,	/* monitor-only: y computed, limit untouched */
+	TLBB_ST_HOLDING,	/* method hill: converged, limit held */
 	TLBB_ST_COUNT
 };
 
@@ -97,7 +109,17 @@ struct tlbb_ctrl {
 	enum tlbb_group run_dir;	/* group acted on in this run */
 	u64 decisions;			/* full windows evaluated */
 	u64 trigger;			/* tlbb_trigger_ticks(&p), cached */
+	/* Method hill (p.method == TLBB_METHOD_HILL): its search. */
+	u64 win_cost;		/* refills summed over the window */
+	u64 cost;		/* last window's mean refills per tick */
+	u64 hill_step;		/* pages per move; 0: no search under way */
+	u64 hill_best_cost;	/* lowest mean refills per tick seen */
+	u64 hill_best_limit;	/* the limit that gave it */
+	u64 hill_held_cost;	/* converged at this cost; 0: not converged */
+	enum tlbb_group hill_dir;	/* HUGE: lowering, SMALL: raising */
 };
+
+enum tlbb_method { TLBB_METHOD_PAPER, TLBB_METHOD_HILL };
 
 enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };
 
@@ -122,7 +144,10 @@ void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p);
 enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 				const struct tlbb_input *in);
 
-/* Ticks of sustained load before counting starts: ceil(sustain/interval). */
+/*
+ * Ticks of sustained load before counting starts: ceil(sustain/interval),
+ * with the method's sustain (hill_sustain_ms for method hill).
+ */
 u64 tlbb_trigger_ticks(const struct tlbb_params *p);
 /* One tick's load estimate, permille x1000 (at most TLBB_LOAD_MAX_MILLI). */
 u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in);

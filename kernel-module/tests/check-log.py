@@ -4,13 +4,17 @@
 
 Usage: check-log.py <console.log> <label> <qemu-exit-status>
 
-Counts the in-guest tests' "ok"/"not ok" lines between the markers
-guest-init.sh prints, and adds the harness's own checks, each one line:
+Counts the in-guest tests' KTAP "ok"/"not ok" lines between the markers
+guest-init.sh prints; "ok N what # SKIP why" (a capability this machine
+lacks: no hardware PMU, no /dev/kvm) is counted as a skip, never a pass,
+and listed with its reason.  Adds the harness's own checks, each one line:
   - every test that began also ended (no hang or panic in the middle),
   - the guest printed its summary and it agrees with the host's count,
   - QEMU ended through isa-debug-exit with the guest's verdict (33 = pass),
   - the kernel log holds no BUG/WARNING/Oops/KASAN/panic/Call Trace line.
-Prints "<label>: N passed, N failed" last; exits 1 on any failure.
+Prints "# <label>: N skipped" and one "# <label>: SKIP <test>: <what>:
+<why>" line per skip, then "<label>: N passed, N failed" last; exits 1 on
+any failure.
 """
 
 import re
@@ -22,8 +26,11 @@ BAD = re.compile(r'BUG:|WARNING:|Oops|KASAN|UBSAN|Kernel panic|Call Trace|'
                  r'unreferenced object|Unable to handle kernel')
 BEGIN = re.compile(r'^TLBB-TEST-BEGIN (\S+)')
 END = re.compile(r'^TLBB-TEST-END (\S+) rc=(\d+) ok=(\d+) notok=(\d+)'
-                 r'(?: secs=(\d+))?')
+                 r'(?: secs=(\d+))?(?: skip=(\d+))?')
 SUMMARY = re.compile(r'^TLBB-SUMMARY passed=(\d+) failed=(\d+)')
+# KTAP: "ok 3 counting backend is a PMU # SKIP no PMU" (TAP's "- " and any
+# case of SKIP accepted).
+SKIP = re.compile(r'^ok \d+\s*(?:- )?(.*?)\s*#\s*SKIP\b\s*(.*)$', re.I)
 # A kernel line on the console: "[   12.345678] text".
 STAMP = re.compile(r'^\[\s*\d+\.\d+\] ')
 
@@ -40,6 +47,7 @@ def main():
     per_test = {}
     guest = None
     bad = []
+    skips = []
     for ln in lines:
         if BAD.search(ln):
             bad.append(ln)
@@ -56,8 +64,9 @@ def main():
             counted[1] = max(counted[1], notok)
             counted[2] = rc
             if m.group(5) is not None:
-                print('# %s: %s took %s s (%d ok, %d not ok)'
-                      % (label, current, m.group(5), ok, notok))
+                print('# %s: %s took %s s (%d ok, %d not ok, %s skipped)'
+                      % (label, current, m.group(5), ok, notok,
+                         m.group(6) or 0))
             current = None
             continue
         m = SUMMARY.match(ln)
@@ -65,7 +74,11 @@ def main():
             guest = (int(m.group(1)), int(m.group(2)))
             continue
         if current and not STAMP.match(ln):
-            if ln.startswith('ok '):
+            skip = SKIP.match(ln)
+            if skip:
+                skips.append((current, skip.group(1),
+                              skip.group(2) or '(no reason given)'))
+            elif ln.startswith('ok '):
                 per_test[current][0] += 1
             elif ln.startswith('not ok '):
                 per_test[current][1] += 1
@@ -97,6 +110,9 @@ def main():
             'Call Trace (%d bad lines)' % len(bad))
     for ln in bad[:20]:
         print('#   ' + ln)
+    print('# %s: %d skipped' % (label, len(skips)))
+    for test, what, why in skips:
+        print('# %s: SKIP %s: %s: %s' % (label, test, what, why))
     print('%s: %d passed, %d failed' % (label, passed, failed))
     return 1 if failed else 0
 

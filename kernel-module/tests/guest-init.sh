@@ -2,7 +2,7 @@
 # shellcheck shell=dash
 # SPDX-License-Identifier: GPL-2.0
 #
-# /init of the test initramfs (built by mkinitramfs.sh, booted by
+# /init of the test initramfs (built by mkinitramfs.py, booted by
 # run-kernels.sh).  Mounts the pseudo file systems, loads the modules listed
 # in /modules/order (configfs and KVM first, tlbbalance.ko last), runs every
 # /tests/t_* with a per-test timeout (/bin/tlbb-run, from tlbb-run.c: the
@@ -12,8 +12,9 @@
 #   0x11                      -> QEMU exit status 35: something failed
 # Markers (one per line, at the start of the line):
 #   TLBB-TEST-BEGIN <name>
-#   TLBB-TEST-END <name> rc=<exit status> ok=<n> notok=<n> secs=<n>
-#   TLBB-SUMMARY passed=<n> failed=<n>
+#   TLBB-TEST-END <name> rc=<exit status> ok=<n> notok=<n> secs=<n> skip=<n>
+#   TLBB-SUMMARY passed=<n> failed=<n> skipped=<n>
+# Tests print KTAP (lib/tap.h); "ok N what # SKIP why" is a skip, not a pass.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin
 mkdir -p /proc /sys /dev /tmp /run
@@ -26,15 +27,17 @@ mount -t debugfs debugfs /sys/kernel/debug
 timeout_default=$(cat /tests/.default-timeout 2>/dev/null || echo 240)
 passed=0
 failed=0
+skipped=0
 
 # One TAP line of this script's own checks (setup and teardown).
 n=0
 check() {
 	n=$((n + 1))
+	[ "$n" = 1 ] && echo "KTAP version 1"
 	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
+		echo "ok $n $2"
 	else
-		echo "not ok $n - $2"
+		echo "not ok $n $2"
 	fi
 }
 
@@ -51,13 +54,17 @@ run_test() {	# name, command... (a shell function runs without timeout)
 	esac | tee "/tmp/$name.out"
 	rc=$(cat /tmp/rc)
 	ok=$(grep -c '^ok ' "/tmp/$name.out")
+	# "ok N what # SKIP why": a missing capability, not a pass.
+	skip=$(grep -c '^ok .* # SKIP' "/tmp/$name.out")
+	ok=$((ok - skip))
 	notok=$(grep -c '^not ok ' "/tmp/$name.out")
 	# A test that dies or times out without saying why counts as one failure.
 	[ "$rc" != 0 ] && [ "$notok" = 0 ] && notok=1 &&
 		echo "not ok - $name exited with status $rc (124: over its ${limit} s)"
-	echo "TLBB-TEST-END $name rc=$rc ok=$ok notok=$notok secs=$(($(cut -d. -f1 /proc/uptime) - t0))"
+	echo "TLBB-TEST-END $name rc=$rc ok=$ok notok=$notok secs=$(($(cut -d. -f1 /proc/uptime) - t0)) skip=$skip"
 	passed=$((passed + ok))
 	failed=$((failed + notok))
+	skipped=$((skipped + skip))
 }
 
 setup() {
@@ -103,7 +110,7 @@ done
 n=0
 run_test teardown teardown
 
-echo "TLBB-SUMMARY passed=$passed failed=$failed"
+echo "TLBB-SUMMARY passed=$passed failed=$failed skipped=$skipped"
 echo "TLBB-DMESG-BEGIN"
 dmesg
 echo "TLBB-DMESG-END"

@@ -241,7 +241,7 @@ run_kernel() {	# line
 		fail=$((fail + 1))
 		ko=
 	fi
-	if ! "$here/mkinitramfs.sh" "$kdir" "$dir/initramfs.cpio" \
+	if ! "$here/mkinitramfs.py" "$kdir" "$dir/initramfs.cpio" \
 		"$out/tests" "$ko"; then
 		say "not ok - initramfs for $abi"
 		record "$line" "$pass" $((fail + 1)) "$abi"
@@ -249,27 +249,21 @@ run_kernel() {	# line
 	fi
 	say "booting $abi under QEMU $accel (-cpu max, $mem, $smp cpus)"
 	tb=$(date +%s)
-	local qemu
-	if [ "$arch" = arm64 ]; then
-		# The Image as shipped; the guest ends QEMU via semihosting
-		# (tlbb-exit.c).  virtualization=on: EL2, so KVM works inside.
-		qemu=(qemu-system-aarch64
-			-M virt,virtualization=on,gic-version=3
-			-kernel "$kdir/vmlinuz"
-			-append "console=ttyAMA0 loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"
-			-semihosting-config enable=on,target=native,userspace=on)
-	else
-		# PVH boot of the ELF vmlinux; the guest ends QEMU via
-		# isa-debug-exit.
-		qemu=(qemu-system-x86_64 -kernel "$kdir/vmlinux"
-			-append "console=ttyS0 loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"
-			-device isa-debug-exit,iobase=0xf4,iosize=0x04)
+	# The one boot stack (tools/kernels/boot) builds the QEMU command:
+	# x86_64 PVH-boots the vmlinux and exits through isa-debug-exit, arm64
+	# boots the Image on -M virt,virtualization=on and exits through
+	# semihosting (tlbb-exit.c).
+	local qemu argv
+	if ! argv=$(PYTHONPATH=$top/tools python3 -m kernels.boot qemu-argv \
+		"$kdir" "$dir/initramfs.cpio" --accel "$accel" --mem "$mem" \
+		--smp "$smp" \
+		--append "loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"); then
+		say "not ok - no QEMU command for $abi"
+		record "$line" "$pass" $((fail + 1)) "$abi"
+		return
 	fi
-	timeout -k 10 "$boot_timeout" "${qemu[@]}" \
-		-accel "$accel" -cpu max -m "$mem" -smp "$smp" \
-		-initrd "$dir/initramfs.cpio" \
-		-display none -monitor none -serial stdio -no-reboot \
-		-nodefaults </dev/null 2>&1 |
+	mapfile -t qemu <<<"$argv"
+	timeout -k 10 "$boot_timeout" "${qemu[@]}" </dev/null 2>&1 |
 		tee "$dir/console.log" |
 		if [ -n "${TLBB_VERBOSE:-}" ]; then cat; else
 			grep --line-buffered -E \

@@ -1,7 +1,8 @@
 """``tlbbalance simulate``: the grouped-TLB simulator (tlbsim) front end.
 
 One run (any machine preset or geometry file, workload, THP levels,
-controller) or ``--paper``: the paper's configurations side by side.
+controller), ``--paper``: the paper's configurations side by side, or
+``--compare-split-orders``: which huge pages the limiter splits.
 Text table by default, ``--json`` for one JSON object, ``--csv`` for a
 table file, ``--plot`` for a PNG.
 """
@@ -47,11 +48,26 @@ def register(sub):
                    help='cost of one refill in ns (default: the machine\'s)')
     p.add_argument('--split-order', choices=engine.SPLIT_ORDERS,
                    help='which host huge pages the limiter splits '
-                        '(default high: as tlbb_thp.c)')
+                        '(default: the split_order tunable, 0 = high, the '
+                        'address order of tlbb_thp.c)')
     p.add_argument('--paper', action='store_true',
                    help='the paper\'s configurations side by side')
+    p.add_argument('--compare-split-orders', action='store_true',
+                   help='address order, random and heat-aware splitting '
+                        'side by side, with checks')
+    p.add_argument('--trace', action='append', default=[], metavar='PATH',
+                   help='--compare-split-orders: also this recorded trace '
+                        '(repeatable)')
+    p.add_argument('--compare-methods', action='store_true',
+                   help='with --paper: the controller\'s methods (paper, '
+                        'hill) side by side, on a 62 s run and on the '
+                        'workloads where huge pages help, with the goals '
+                        'as checks')
+    p.add_argument('--short', action='store_true',
+                   help='with --compare-methods or --compare-split-orders: '
+                        'fewer and shorter runs (what tox -e sim asserts)')
     p.add_argument('--jobs', type=int, default=2,
-                   help='--paper runs in parallel (default %(default)s)')
+                   help='runs in parallel (default %(default)s)')
     p.add_argument('--json', action='store_true',
                    help='print one JSON object')
     p.add_argument('--csv', metavar='FILE',
@@ -84,6 +100,8 @@ def run(args):
     if args.jobs < 1:
         return _fail('--jobs must be at least 1')
     try:
+        if args.compare_split_orders:
+            return _split_orders(args)
         if args.paper:
             return _paper(args, params)
         return _one(args, params)
@@ -97,6 +115,8 @@ def _paper(args, params):
     accesses = args.accesses
     if not accesses and not args.seconds:
         accesses = paper.DEFAULT_ACCESSES
+    if args.compare_methods:
+        return _methods(args, params, accesses)
     results = paper.run_all(machine=args.machine, workload=args.workload,
                             accesses=accesses, params=params,
                             split_order=args.split_order, jobs=args.jobs,
@@ -115,6 +135,38 @@ def _paper(args, params):
     else:
         print(paper.table(summary))
     return 0
+
+
+def _split_orders(args):
+    from nova_tlbbalance.simulate import split_orders
+
+    cases = list(split_orders.CASES) + [
+        split_orders.trace_case(path, machine=args.machine)
+        for path in args.trace]
+    summary = split_orders.compare(cases, short=args.short, jobs=args.jobs,
+                                   machine=args.machine)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(split_orders.table(summary))
+    return 0 if all(summary['checks'].values()) else 1
+
+
+def _methods(args, params, accesses):
+    from nova_tlbbalance.simulate import methods
+    from nova_tlbbalance.simulate import paper
+
+    if args.seconds or args.workload != 'mcf' or args.machine != 'gs464v':
+        raise engine.SimError('--compare-methods runs the paper\'s mcf '
+                              'comparison on gs464v by accesses: drop '
+                              '--seconds, --workload and --machine')
+    out = methods.compare(scale=accesses / paper.DEFAULT_ACCESSES,
+                          params=params, jobs=args.jobs, short=args.short)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(methods.table(out))
+    return 0 if all(out['checks'].values()) else 1
 
 
 def _one(args, params):

@@ -14,10 +14,13 @@ import shutil
 import subprocess
 import tempfile
 
+from nova_tlbbalance import module_defs
+
 ENV_BIN = 'TLBSIM_BIN'
 MODELS = ('native', 'vz', 'combined')
-CONTROLLERS = ('off', 'monitor', 'balance')
-SPLIT_ORDERS = ('high', 'low', 'random')
+# the module's modes (kernel-module/core/tlbb_modes.def)
+CONTROLLERS = module_defs.mode_names()
+SPLIT_ORDERS = ('high', 'low', 'random', 'heat')
 SERIES_INT = ('refills_huge', 'refills_small', 'huge_pages', 'huge_limit')
 SERIES_FLOAT = ('t_s', 'load_pm', 'imbalance')
 
@@ -87,6 +90,11 @@ class Config:
     controller: str = 'off'
     model: str = None
     hva_offset: int = 0
+    # (name, value) tunables of this configuration only (e.g. the method);
+    # they follow, so override, the run's common ``params``
+    params: tuple = ()
+    # host huge pages held from the start (controller off), or None
+    huge_limit: int = None
 
     def args(self):
         out = ['--thp-guest', str(int(self.thp_guest)),
@@ -95,15 +103,18 @@ class Config:
                '--hva-offset', str(self.hva_offset)]
         if self.model:
             out += ['--model', self.model]
+        if self.huge_limit is not None:
+            out += ['--huge-limit', str(int(self.huge_limit))]
         return out
+
+    def param_args(self):
+        return ['--param=%s=%d' % p for p in self.params]
 
 
 def parse_params(items):
     """``['name=value', ...]`` -> list of (name, int), checked against
     ``tlbb_params.def`` (through module_defs); ValueError names the culprit.
     """
-    from nova_tlbbalance import module_defs
-
     out = []
     for item in items or ():
         name, sep, value = item.partition('=')
@@ -133,11 +144,14 @@ def read_series(path):
 
 def run(config, machine='gs464v', workload='mcf', accesses=None,
         seconds=None, params=(), split_order=None, series=True,
-        tlbsim=None, access_ns=None, refill_ns=None):
+        tlbsim=None, access_ns=None, refill_ns=None, huge_limit=None,
+        huge_limit_at=None):
     """Run one configuration; the summary dict (plus ``series``).
 
     ``access_ns``/``refill_ns`` override the machine's cost model (the
-    access rate is 1 / access_ns).
+    access rate is 1 / access_ns). ``huge_limit`` holds the host's huge
+    pages at that many (controller off), from ``huge_limit_at`` simulated
+    seconds on if given (the pages fault in huge first, then are split).
     """
     cmd = [tlbsim or binary(), 'run', '--machine', machine,
            '--workload', workload] + config.args()
@@ -147,8 +161,13 @@ def run(config, machine='gs464v', workload='mcf', accesses=None,
         cmd += ['--seconds', repr(float(seconds))]
     for name, value in params:
         cmd += ['--param', '%s=%d' % (name, value)]
+    cmd += config.param_args()
     if split_order:
         cmd += ['--split-order', split_order]
+    if huge_limit is not None:
+        cmd += ['--huge-limit', str(int(huge_limit))]
+    if huge_limit_at is not None:
+        cmd += ['--huge-limit-at', repr(float(huge_limit_at))]
     if access_ns:
         cmd += ['--access-ns', repr(float(access_ns))]
     if refill_ns is not None:

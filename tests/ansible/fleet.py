@@ -35,6 +35,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
+    sys.path.append(REPO)
+
+from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
+
 PLAYBOOK = os.path.join(REPO, 'ansible', 'site.yml')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable),
                             'ansible-playbook')
@@ -213,23 +218,27 @@ class Fleet:
 
     def wait_ssh(self, addrs, port, deadline_s=SSHD_WAIT):
         """Until each sshd takes a TCP connection (from ctl)."""
-        deadline = time.monotonic() + deadline_s
         code = ('import socket,sys\n'
                 'for a in sys.argv[2:]:\n'
                 ' socket.create_connection((a, int(sys.argv[1])), 2).close()')
-        while True:
-            p = sh(['ip', 'netns', 'exec', self.ctl, sys.executable, '-c',
-                    code, str(port)] + list(addrs), check=False)
-            if p.returncode == 0:
-                return
+        last = None
+
+        def answers():
+            nonlocal last
+            last = sh(['ip', 'netns', 'exec', self.ctl, sys.executable, '-c',
+                       code, str(port)] + list(addrs), check=False)
+            return last.returncode == 0
+
+        def sshds_alive():
             for proc in self.procs:
                 if proc.poll() is not None:
                     raise RuntimeError('an sshd exited (rc %s); logs in %s'
                                        % (proc.returncode, self.dir))
-            if time.monotonic() > deadline:
-                raise RuntimeError('sshd on %s:%d not answering in %d s: %s'
-                                   % (addrs, port, deadline_s, p.stderr))
-            time.sleep(0.3)
+        try:
+            wait_until('sshd on %s:%d answers' % (addrs, port), answers,
+                       deadline_s, 0.3, on_wait=sshds_alive)
+        except WaitTimeout as e:
+            raise RuntimeError('%s: %s' % (e, last.stderr))
 
     def start_node_sshd(self, node):
         """sshd inside the kernel node (node booted with ssh_port and

@@ -6,13 +6,14 @@ no PMU here counts TLB refills by page size (the tests check that the
 module says so: ``backend inject``, ``inject_enabled 1``).
 """
 
+import contextlib
 import json
 import re
-import time
 
 import pytest
 
 import scenario
+from nova_tlbbalance.wait import WaitTimeout, wait_until
 
 MIB = 1024 * 1024
 VM = 'e2e-balance'
@@ -59,8 +60,12 @@ def test_hook_registered_vm_with_pid_vcpus_and_ranges(node, balanced_vm):
     pid = scenario.qemu_pid(node, VM)
     assert st['pid'] == str(pid)
     assert st['mode'] == 'balance'
-    # vCPU threads: the module's list is QEMU's "CPU n/KVM" threads.
     vdir = '%s/vms/%s' % (scenario.CONFIGFS, VM)
+    # The hook (modclient.register) registered it with one staged commit.
+    assert node.check('cat %s/commit' % vdir).split() == [
+        'idle', 'last', '0', 'committed'], node.check('cat %s/commit' % vdir)
+    assert st['staging'] == '0'
+    # vCPU threads: the module's list is QEMU's "CPU n/KVM" threads.
     listed = node.check('cat %s/vcpu_tids' % vdir).strip()
     tids = set(re.split(r'[\s,]+', listed))
     comm = node.check('grep -H . /proc/%d/task/*/comm' % pid)
@@ -102,13 +107,15 @@ def test_controller_fed_an_imbalance_lowers_limit_and_pages_2m(
     # The paper's mcf case: huge-TLB refills ~2.18 M/s, small < 450/s.
     scenario.inject(node, VM, 2180000, 400)
     rows = []
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        rows += scenario.sample(node, VM, 8, every=0.5)
-        last = rows[-1]
-        if int(last.get('huge_limit', -1)) == FLOOR and \
-                last.get('pages_2m', 1 << 30) <= FLOOR:
-            break
+
+    def at_floor():
+        rows.extend(scenario.sample(node, VM, 8, every=0.5))
+        return int(rows[-1].get('huge_limit', -1)) == FLOOR and \
+            rows[-1].get('pages_2m', 1 << 30) <= FLOOR
+    # On timeout the checks below say which figure missed the floor.
+    with contextlib.suppress(WaitTimeout):
+        wait_until('N_hl and pages_2m at the floor %d' % FLOOR, at_floor,
+                   180, 0.01)
     scenario.inject_off(node, VM)
     last = rows[-1]
     assert last['backend'] == 'inject' and last['inject_enabled'] == '1'
@@ -123,10 +130,9 @@ def test_controller_fed_an_imbalance_lowers_limit_and_pages_2m(
 
 def test_destroy_unregisters_vm(node, balanced_vm):
     node.check('virsh -q destroy %s' % VM, timeout=120)
-    deadline = time.monotonic() + 60
-    while scenario.module_status(node, VM) is not None:
-        assert time.monotonic() < deadline, 'vms/%s still there' % VM
-        time.sleep(1)
+    wait_until('vms/%s gone from the module' % VM,
+               lambda: scenario.module_status(node, VM) is None, 60, 1,
+               error=AssertionError)
     node.check('virsh -q undefine %s' % VM)
 
 

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import jsonschema
 import pytest
@@ -23,6 +22,7 @@ with open(os.path.join(REPO, 'docs', 'schemas',
 sys.path.insert(0, os.path.join(REPO, 'tools'))
 
 import libvirthost  # noqa: E402
+from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
 
 HOOK_TIMEOUT = 5.0
 HUGEPAGES = 80          # 2 MiB pages added to the host pool for the session
@@ -69,14 +69,14 @@ def hook_records(host, domain):
 
 
 def wait_hook(host, domain, phase, timeout=10):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    def logged():
         recs = [r for r in hook_records(host, domain) if r['phase'] == phase]
-        if recs:
-            return recs[-1]
-        time.sleep(0.1)
-    raise AssertionError('hook never logged phase %s for %s; log: %s'
-                         % (phase, domain, hook_records(host, domain)))
+        return recs[-1] if recs else None
+    try:
+        return wait_until('the hook logged phase %s for %s' % (phase, domain),
+                          logged, timeout, 0.1)
+    except WaitTimeout as e:
+        raise AssertionError('%s; log: %s' % (e, hook_records(host, domain)))
 
 
 def cli(*args, check=None):

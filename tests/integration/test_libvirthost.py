@@ -12,9 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+from nova_tlbbalance.wait import wait_until
 
 from .conftest import libvirthost, new_host
 
@@ -120,13 +121,9 @@ def test_stop_after_libvirtd_killed(host, host_hook, snapshot, tmp_path):
         p = h.spawn('stubborn', ['sh', '-c', 'trap "" TERM; sleep 600 & '
                                  'echo $!; wait'],
                     str(tmp_path / 'stubborn.log'))
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            with open(tmp_path / 'stubborn.log') as f:
-                child = f.read().strip()
-            if child:
-                break
-            time.sleep(0.05)
+        child = wait_until('the stubborn group printed its child pid',
+                           (tmp_path / 'stubborn.log').read_text, 30, 0.05,
+                           error=AssertionError).strip()
         pids += [p.pid, int(child)]
         assert libvirthost._mnt_ns(p.pid) == h.ns
         os.kill(h.pids['libvirtd'], signal.SIGKILL)

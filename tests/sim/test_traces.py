@@ -7,24 +7,13 @@ trace then runs through the simulator like any workload.
 """
 
 import json
-import pathlib
 import subprocess
 
 from nova_tlbbalance.simulate import engine
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-RECORD = REPO / 'tlbsim' / 'traces' / 'record.sh'
 
-
-def test_record_and_replay_a_real_program(tlbsim, tmp_path):
-    data = tmp_path / 'in.txt'
-    data.write_text(''.join('%08x\n' % ((i * 2654435761) % 2 ** 32)
-                            for i in range(20000)))
-    out = tmp_path / 'sort.trc.gz'
-    proc = subprocess.run(
-        [str(RECORD), '-n', '400000', str(out), '--', '/usr/bin/sort',
-         str(data)], capture_output=True, text=True, timeout=600,
-        env={'PATH': '/usr/bin:/bin', 'LC_ALL': 'C'})
+def test_record_and_replay_a_real_program(tlbsim, sort_trace):
+    proc, out = sort_trace
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info['accesses'] == 400000

@@ -62,3 +62,14 @@ def test_ours_filters_the_namespace():
     assert es.ours({'tlbbalance:mode': 'off', 'hw:cpu_policy': 'x',
                     'tlbbalancex:y': 1}) == {'tlbbalance:mode': 'off'}
     assert es.ours(None) == {}
+
+
+def test_method_selects_the_controller_method():
+    s = es.spec('tlbbalance:method')
+    assert s.default == 0
+    assert s.parse('1') == 1
+    with pytest.raises(ValueError) as exc:
+        s.parse('hill')
+    assert str(exc.value) == (
+        "tlbbalance:method: invalid value 'hill'; allowed: an integer 0..1 "
+        "(method)")

@@ -47,6 +47,20 @@ static inline u64 tlbs_key(enum tlbs_space sp, enum tlbs_class cl, u64 vpn)
 	       ((u64)cl << 1) | 1;
 }
 
+/*
+ * 1 for a base-page key of stage 2 or of the combined space (bit 4 set,
+ * class bit 1 clear): what the cost model counts apart
+ * (walks[TLBS_WALK_S2_BASE]).
+ */
+static inline u64 tlbs_key_s2_base(u64 key)
+{
+	return key >> 4 & ~(key >> 1) & 1;
+}
+
+/* walks[]: per size class, then the stage-2/combined base-page ones. */
+#define TLBS_WALK_S2_BASE TLBS_NCLASS
+#define TLBS_NWALK (TLBS_NCLASS + 1)
+
 static inline u64 tlbs_key_vpn(u64 key)
 {
 	return key >> TLBS_KEY_VPN_SHIFT;
@@ -103,7 +117,8 @@ int tlbs_group_index_direct(struct tlbs_group *g, u64 key_bound);
 int tlbs_group_access(struct tlbs_group *g, u64 key);
 /*
  * tlbs_group_access() on each of @n keys in order (src/tlb_run.c), adding
- * each miss to @walks[size class of its key].
+ * each miss to @walks[size class of its key] and, for a base-page
+ * stage-2 or combined key, to @walks[TLBS_WALK_S2_BASE] too.
  */
 void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,
 		    u64 *walks);
@@ -127,6 +142,13 @@ struct tlbs_machine {
 	u32 pathlen[TLBS_NCLASS];
 	double access_ns;	/* time of one access, TLB hit */
 	double refill_ns;	/* extra time of a refill (miss in the path) */
+	/*
+	 * Under two-stage translation (model vz): a base-page refill of the
+	 * guest stage (GVA->GPA), of the host stage (GPA->HPA), and a
+	 * huge-page refill of either stage. Each defaults to refill_ns; the
+	 * combined model (one GVA->HPA entry) uses refill_ns.
+	 */
+	double guest_refill_ns, host_refill_ns, huge_refill_ns;
 	double l1_miss_ns;	/* extra time of a miss that a later group hit */
 	u64 ctrl_huge_entries, ctrl_small_entries;
 	int two_stage;		/* enum tlbs_model of a VM on this machine */
@@ -154,7 +176,14 @@ enum tlbs_model {
 	TLBS_COMBINED,		/* one GVA->HPA entry, smaller of the sizes */
 };
 
-enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM };
+/*
+ * Which host huge pages the limiter splits first (src/split_order.c):
+ * high = the module's address order, heat = coldest by the simulated
+ * accessed bits. The module's split_order tunable maps 0, 1, 2 to high,
+ * random, heat; low is the simulator's own (for comparison).
+ */
+enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM,
+			TLBS_SPLIT_HEAT };
 
 /* Address spaces and page sizes of one run. */
 struct tlbs_mmu {
@@ -178,9 +207,15 @@ struct tlbs_mmu {
 	u64 limit;		/* N_hl applied by tlbs_mmu_apply_limit */
 	enum tlbs_split_order split_order;
 	u64 rng;
+	/* split_order heat: per host region, accessed since the last sample
+	 * and the last eight samples (newest in the top bit) */
+	unsigned char *accessed, *heat;
+	u64 heat_cursor;
 	/* counters */
 	u64 accesses;
-	u64 walks[TLBS_NCLASS];	/* refills by size of the translation */
+	/* refills by size of the translation; [TLBS_WALK_S2_BASE]: those of
+	 * base-page stage-2 and combined translations among them */
+	u64 walks[TLBS_NWALK];
 	u64 l1_misses;		/* missed a group, hit a later one */
 	/* per class: the one group its path holds, or NULL (several) */
 	struct tlbs_group *only[TLBS_NCLASS];
@@ -203,12 +238,16 @@ void tlbs_mmu_free(struct tlbs_mmu *u);
 u64 tlbs_mmu_total_pages(const struct tlbs_mmu *u);
 /* Translate @n workload offsets (bytes in [0, size)). */
 void tlbs_mmu_run(struct tlbs_mmu *u, const u64 *off, u32 n);
+/* Host region of workload offset @off (a VM model). */
+u64 tlbs_mmu_host_region(const struct tlbs_mmu *u, u64 off);
 /* Split host THPs until N_hc <= limit, or restore split ones up to it. */
 void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit);
 /* Size class the stage-2 mapping of workload offset @off has now. */
 enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off);
 /* Estimated time in ns of everything counted so far. */
 double tlbs_mmu_time_ns(const struct tlbs_mmu *u);
+/* The part of it spent on refills (the cost model: docs/simulator.md). */
+double tlbs_mmu_refill_time_ns(const struct tlbs_mmu *u);
 
 /* Workloads: fill a buffer with byte offsets in [0, size). */
 struct tlbs_trace_reader;
@@ -218,6 +257,7 @@ struct tlbs_workload {
 	u64 rng;
 	/* chase / hotcold */
 	u64 hot_pages, hot_page_bytes, hot_bytes;
+	u64 hot_at;		/* hotcold: offset of the hot set */
 	double hot_frac;
 	u64 hot_thresh;		/* hot_frac as a 2^32 fraction */
 	u64 *hot_base;		/* offset of each hot block */
@@ -300,5 +340,22 @@ static inline u64 tlbs_rand_below(u64 *s, u64 n)
 {
 	return tlbs_scale(tlbs_rand(s), n);
 }
+
+/* split_order.c: which huge page to split / restore next, and the heat */
+int tlbs_split_order_parse(const char *name, enum tlbs_split_order *o);
+const char *tlbs_split_order_name(enum tlbs_split_order o);
+enum tlbs_split_order tlbs_split_order_of_param(u64 v);
+/* The next host region to split (a THP), or ~0 if none is left. */
+u64 tlbs_split_pick(struct tlbs_mmu *u);
+/* Take the next region to restore off u->split_stack (u->nsplit > 0). */
+u64 tlbs_restore_pick(struct tlbs_mmu *u);
+/* Set the accessed bits of the host regions @n offsets touch. */
+int tlbs_heat_mark(struct tlbs_mmu *u, const u64 *off, u32 n);
+/*
+ * One tick's sample: @budget regions from the cursor, their bits cleared
+ * (all bits, with a @window: only the accesses of the next count).
+ */
+int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window);
+void tlbs_heat_free(struct tlbs_mmu *u);
 
 #endif /* TLBSIM_H */

@@ -198,6 +198,24 @@ static int parse_double(const char *s, double *out)
 	return (errno || end == s || *end || *out < 0) ? -1 : 0;
 }
 
+/* The cost-model field a geometry key names, or NULL. */
+static double *cost_field(struct tlbs_machine *m, const char *key)
+{
+	if (!strcmp(key, "access_ns"))
+		return &m->access_ns;
+	if (!strcmp(key, "refill_ns"))
+		return &m->refill_ns;
+	if (!strcmp(key, "l1_miss_ns"))
+		return &m->l1_miss_ns;
+	if (!strcmp(key, "guest_refill_ns"))
+		return &m->guest_refill_ns;
+	if (!strcmp(key, "host_refill_ns"))
+		return &m->host_refill_ns;
+	if (!strcmp(key, "huge_refill_ns"))
+		return &m->huge_refill_ns;
+	return NULL;
+}
+
 int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 		       const char *origin, char *err, size_t errlen)
 {
@@ -207,6 +225,7 @@ int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 	u64 v;
 
 	memset(m, 0, sizeof(*m));
+	m->guest_refill_ns = m->host_refill_ns = m->huge_refill_ns = -1;
 	m->two_stage = TLBS_VZ;
 	if (!copy)
 		return fail(err, errlen, origin, 0, "out of memory");
@@ -253,21 +272,15 @@ int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 			rc = parse_group(m, args, origin, ln, err, errlen);
 		} else if (!strcmp(key, "path")) {
 			rc = parse_path(m, args, origin, ln, err, errlen);
-		} else if (!strcmp(key, "access_ns") ||
-			   !strcmp(key, "refill_ns") ||
-			   !strcmp(key, "l1_miss_ns")) {
+		} else if (cost_field(m, key)) {
 			double d;
 
 			if (parse_double(args, &d))
 				rc = fail(err, errlen, origin, ln,
 					  "%s '%s': need a number >= 0", key,
 					  args);
-			else if (key[0] == 'a')
-				m->access_ns = d;
-			else if (key[0] == 'r')
-				m->refill_ns = d;
 			else
-				m->l1_miss_ns = d;
+				*cost_field(m, key) = d;
 		} else if (!strcmp(key, "two_stage")) {
 			if (!strcmp(args, "vz"))
 				m->two_stage = TLBS_VZ;
@@ -336,6 +349,12 @@ int tlbs_machine_parse(struct tlbs_machine *m, const char *text,
 		fail(err, errlen, origin, ln, "access_ns must be > 0");
 		goto bad;
 	}
+	if (m->guest_refill_ns < 0)
+		m->guest_refill_ns = m->refill_ns;
+	if (m->host_refill_ns < 0)
+		m->host_refill_ns = m->refill_ns;
+	if (m->huge_refill_ns < 0)
+		m->huge_refill_ns = m->refill_ns;
 	return 0;
 bad:
 	tlbs_machine_free(m);

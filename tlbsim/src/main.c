@@ -26,8 +26,10 @@ static void usage(FILE *f)
 "                  (--model default: the machine's two_stage)\n"
 "                  [--controller off|monitor|balance] [--param NAME=VALUE]\n"
 "                  [--accesses N] [--seconds S]\n"
-"                  [--split-order low|high|random] [--series FILE.csv]\n"
+"                  [--split-order high|low|random|heat] [--series FILE.csv]\n"
 "                  [--huge-limit N] (host huge pages held, no controller)\n"
+"                  [--huge-limit-at SECONDS] (held from then on, not from\n"
+"                  the start: the pages fault in huge, then are split)\n"
 "                  [--access-ns NS] [--refill-ns NS] (override the machine)\n"
 "       tlbsim presets | preset NAME | version\n"
 "       tlbsim lackey2trace [--max N] [--instr] < lackey.log > out.trc\n"
@@ -93,14 +95,15 @@ static int cmd_run(int argc, char **argv)
 		{ "access-ns", required_argument, NULL, 'A' },
 		{ "refill-ns", required_argument, NULL, 'R' },
 		{ "huge-limit", required_argument, NULL, 'L' },
+		{ "huge-limit-at", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *machine = "gs464v", *workload = "mcf", *series = NULL;
-	const char *model = NULL, *ctrl = "off", *split = "high";
+	const char *model = NULL, *ctrl = "off", *split = NULL;
 	const char *params[64];
 	int nparams = 0, thp1 = 1, thp2 = 1, opt, i, rc = 1;
 	u64 accesses = 0, hva = 0, fixed_limit = ~0ULL;
-	double seconds = 0, access_ns = 0, refill_ns = -1;
+	double seconds = 0, access_ns = 0, refill_ns = -1, limit_at = 0;
 	struct tlbs_machine m;
 	struct tlbs_workload w;
 	struct tlbs_run r;
@@ -138,6 +141,14 @@ static int cmd_run(int argc, char **argv)
 				fprintf(stderr, "tlbsim: --huge-limit '%s': "
 					"need a number of huge pages\n",
 					optarg);
+				return 2;
+			}
+			break;
+		case 'l':
+			limit_at = strtod(optarg, &end);
+			if (*end || !*optarg || limit_at < 0) {
+				fprintf(stderr, "tlbsim: --huge-limit-at '%s': "
+					"need seconds >= 0\n", optarg);
 				return 2;
 			}
 			break;
@@ -195,8 +206,9 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (access_ns > 0)
 		m.access_ns = access_ns;	/* 1 / access rate */
-	if (refill_ns >= 0)
-		m.refill_ns = refill_ns;
+	if (refill_ns >= 0)	/* one cost for every refill */
+		m.refill_ns = m.guest_refill_ns = m.host_refill_ns =
+			m.huge_refill_ns = refill_ns;
 	if (tlbs_workload_parse(&w, workload, m.huge_shift, err,
 				sizeof(err))) {
 		fprintf(stderr, "tlbsim: %s\n", err);
@@ -242,15 +254,10 @@ static int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	r.fixed_limit = fixed_limit;
-	if (!strcmp(split, "low"))
-		r.split_order = TLBS_SPLIT_LOW;
-	else if (!strcmp(split, "high"))
-		r.split_order = TLBS_SPLIT_HIGH;
-	else if (!strcmp(split, "random"))
-		r.split_order = TLBS_SPLIT_RANDOM;
-	else {
-		fprintf(stderr, "tlbsim: --split-order '%s': use low, high or "
-			"random\n", split);
+	r.fixed_limit_at_s = limit_at;
+	if (split && tlbs_split_order_parse(split, &r.split_order)) {
+		fprintf(stderr, "tlbsim: --split-order '%s': use high "
+			"(address), low, random or heat\n", split);
 		goto out;
 	}
 	for (i = 0; i < nparams; i++) {
@@ -268,6 +275,9 @@ static int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* the module's tunable, unless --split-order says otherwise */
+	if (!split)
+		r.split_order = tlbs_split_order_of_param(r.p.split_order);
 	if (series) {
 		r.series = fopen(series, "w");
 		if (!r.series) {

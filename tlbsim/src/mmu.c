@@ -115,6 +115,7 @@ void tlbs_mmu_free(struct tlbs_mmu *u)
 	free(u->split_stack);
 	free(u->keys[0]);
 	free(u->keys[1]);
+	tlbs_heat_free(u);
 	u->huge1 = u->thp = u->split_by_limiter = NULL;
 	u->split_stack = NULL;
 	u->keys[0] = u->keys[1] = NULL;
@@ -236,6 +237,14 @@ enum tlbs_class tlbs_mmu_stage2_class(const struct tlbs_mmu *u, u64 off)
 	       TLBS_HUGE : TLBS_BASE;
 }
 
+u64 tlbs_mmu_host_region(const struct tlbs_mmu *u, u64 off)
+{
+	struct xctx x;
+
+	xctx_init(&x, (struct tlbs_mmu *)u);
+	return host_region(&x, gpa_of(&x, off, off >> x.hs));
+}
+
 /* Look a translation up along its class's path; fill on a miss. */
 static inline __attribute__((always_inline)) void
 translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
@@ -244,7 +253,10 @@ translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 	u32 n, i, j;
 
 	if (u->only[c]) {	/* one group for the size: the common case */
-		u->walks[c] += !tlbs_group_access_fast(u->only[c], key);
+		u64 miss = !tlbs_group_access_fast(u->only[c], key);
+
+		u->walks[c] += miss;
+		u->walks[TLBS_WALK_S2_BASE] += miss & tlbs_key_s2_base(key);
 		return;
 	}
 	n = m->pathlen[c];
@@ -260,6 +272,7 @@ translate(struct tlbs_mmu *u, enum tlbs_class c, u64 key)
 		}
 	}
 	u->walks[c]++;
+	u->walks[TLBS_WALK_S2_BASE] += tlbs_key_s2_base(key);
 	for (i = 0; i < n; i++)
 		tlbs_group_fill(&m->g[m->path[c][i]], key);
 }
@@ -505,42 +518,13 @@ static void shoot_down(struct tlbs_mmu *u, u64 hi, int was_huge)
 						      (gr << (hs - bs)) | p));
 }
 
-static u64 pick_split(struct tlbs_mmu *u)
-{
-	u64 r, n = 0, want;
-
-	switch (u->split_order) {
-	case TLBS_SPLIT_HIGH:
-		for (r = u->nhost; r-- > 0;)
-			if (u->thp[r] == H_HUGE)
-				return r;
-		break;
-	case TLBS_SPLIT_RANDOM:
-		for (r = 0; r < u->nhost; r++)
-			n += u->thp[r] == H_HUGE;
-		if (!n)
-			break;
-		want = tlbs_rand_below(&u->rng, n);
-		for (r = 0; r < u->nhost; r++)
-			if (u->thp[r] == H_HUGE && !want--)
-				return r;
-		break;
-	default:
-		for (r = 0; r < u->nhost; r++)
-			if (u->thp[r] == H_HUGE)
-				return r;
-		break;
-	}
-	return ~0ULL;
-}
-
 void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit)
 {
 	u64 r;
 
 	u->limit = limit;
 	while (u->huge_in_use > limit) {
-		r = pick_split(u);
+		r = tlbs_split_pick(u);
 		if (r == ~0ULL)
 			break;
 		u->thp[r] = H_SMALL;
@@ -553,9 +537,10 @@ void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit)
 		shoot_down(u, r, 1);
 	}
 	/* raising the limit lets the split regions collapse again, last
-	 * split first (khugepaged's work, done at once here) */
+	 * split first or hottest first (khugepaged's work, done at once
+	 * here) */
 	while (u->huge_in_use < limit && u->nsplit) {
-		r = u->split_stack[--u->nsplit];
+		r = tlbs_restore_pick(u);
 		u->split_by_limiter[r] = 0;
 		if (u->thp[r] != H_SMALL)
 			continue;
@@ -566,12 +551,24 @@ void tlbs_mmu_apply_limit(struct tlbs_mmu *u, u64 limit)
 	}
 }
 
+double tlbs_mmu_refill_time_ns(const struct tlbs_mmu *u)
+{
+	const struct tlbs_machine *m = u->m;
+	u64 base = u->walks[TLBS_BASE], huge = u->walks[TLBS_HUGE];
+	u64 host = u->walks[TLBS_WALK_S2_BASE];
+
+	if (u->model != TLBS_VZ)
+		return (double)(base + huge) * m->refill_ns;
+	return (double)(base - host) * m->guest_refill_ns +
+	       (double)host * m->host_refill_ns +
+	       (double)huge * m->huge_refill_ns;
+}
+
 double tlbs_mmu_time_ns(const struct tlbs_mmu *u)
 {
 	const struct tlbs_machine *m = u->m;
 
 	return (double)u->accesses * m->access_ns +
 	       (double)u->l1_misses * m->l1_miss_ns +
-	       (double)(u->walks[TLBS_BASE] + u->walks[TLBS_HUGE]) *
-	       m->refill_ns;
+	       tlbs_mmu_refill_time_ns(u);
 }

@@ -89,6 +89,16 @@ static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
 	};
 	u64 old = r->c.limit;
 
+	if (u->split_order == TLBS_SPLIT_HEAT)
+		tlbs_heat_sample(u, r->p.heat_scan_pmds,
+				 r->p.heat_window_ms &&
+				 r->p.heat_window_ms < r->p.interval_ms);
+	if (r->fixed_limit != ~0ULL && !r->fixed_limit_applied &&
+	    t_ns / 1e9 >= r->fixed_limit_at_s) {
+		r->fixed_limit_applied = 1;
+		tlbs_mmu_apply_limit(u, tlbs_run_limit(r));
+		r->min_limit = tlbs_run_limit(r);
+	}
 	prev[TLBS_HUGE] = u->walks[TLBS_HUGE];
 	prev[TLBS_BASE] = u->walks[TLBS_BASE];
 	in.huge_in_use = u->huge_in_use;
@@ -121,6 +131,8 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	double tick_ns = (double)r->p.interval_ms * 1e6, next = tick_ns, t;
 	double t0 = now_s(CLOCK_MONOTONIC), stop_ns = r->max_seconds * 1e9;
 	double c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+	double window_ns = r->p.heat_window_ms < r->p.interval_ms ?
+			   (double)r->p.heat_window_ms * 1e6 : 0;
 	int last_dir = 0;
 	u64 last_limit;
 	u32 n;
@@ -153,8 +165,11 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	}
 	tlbb_ctrl_init(&r->c, &r->p, tlbs_mmu_total_pages(&r->u),
 		       r->ctrl == TLBS_CTRL_MONITOR);
-	if (r->ctrl == TLBS_CTRL_BALANCE || r->fixed_limit != ~0ULL)
+	if (r->ctrl == TLBS_CTRL_BALANCE ||
+	    (r->fixed_limit != ~0ULL && r->fixed_limit_at_s <= 0)) {
+		r->fixed_limit_applied = 1;
 		tlbs_mmu_apply_limit(&r->u, tlbs_run_limit(r));
+	}
 	r->min_limit = tlbs_run_limit(r);
 	last_limit = r->c.limit;
 	if (r->series)
@@ -173,6 +188,14 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 			break;
 		tlbs_mmu_run(&r->u, buf, n);
 		t = tlbs_mmu_time_ns(&r->u);
+		/* accessed bits count from heat_window_ms before the tick */
+		if (r->u.split_order == TLBS_SPLIT_HEAT &&
+		    (!window_ns || t > next - window_ns) &&
+		    tlbs_heat_mark(&r->u, buf, n)) {
+			free(buf);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
 		while (t >= next) {
 			tick(r, next, prev);
 			if (r->c.limit != last_limit) {
@@ -199,12 +222,6 @@ void tlbs_run_free(struct tlbs_run *r)
 	tlbs_mmu_free(&r->u);
 }
 
-static const char *split_name(enum tlbs_split_order o)
-{
-	return o == TLBS_SPLIT_HIGH ? "high" :
-	       o == TLBS_SPLIT_RANDOM ? "random" : "low";
-}
-
 void tlbs_run_json(const struct tlbs_run *r, FILE *f)
 {
 	const struct tlbs_mmu *u = &r->u;
@@ -222,18 +239,20 @@ void tlbs_run_json(const struct tlbs_run *r, FILE *f)
 		"\"split_order\": \"%s\", ",
 		r->thp1 ? "true" : "false", r->u.thp2 ? "true" : "false",
 		(unsigned long long)r->hva_offset, ctrl_names[r->ctrl],
-		split_name(r->split_order));
+		tlbs_split_order_name(r->split_order));
 	fprintf(f, "\"accesses\": %llu, \"est_time_s\": %.6f, ",
 		(unsigned long long)u->accesses, t);
 	fprintf(f, "\"refills_huge\": %llu, \"refills_small\": %llu, "
-		"\"l1_misses\": %llu, ", (unsigned long long)rh,
-		(unsigned long long)rs, (unsigned long long)u->l1_misses);
+		"\"refills_stage2\": %llu, \"l1_misses\": %llu, ",
+		(unsigned long long)rh, (unsigned long long)rs,
+		(unsigned long long)u->walks[TLBS_WALK_S2_BASE],
+		(unsigned long long)u->l1_misses);
 	fprintf(f, "\"refills_per_s\": %.1f, \"refills_huge_per_s\": %.1f, "
 		"\"refills_small_per_s\": %.1f, ",
 		t > 0 ? (rh + rs) / t : 0.0, t > 0 ? rh / t : 0.0,
 		t > 0 ? rs / t : 0.0);
 	fprintf(f, "\"refill_share\": %.6f, ",
-		t > 0 ? (rh + rs) * m->refill_ns / 1e9 / t : 0.0);
+		t > 0 ? tlbs_mmu_refill_time_ns(u) / 1e9 / t : 0.0);
 	fprintf(f, "\"total_pages\": %llu, \"huge_pages\": %llu, "
 		"\"huge_limit\": %llu, \"min_limit\": %llu, "
 		"\"splits\": %llu, \"restores\": %llu, ",

@@ -26,6 +26,10 @@ struct tlbs_run {
 	enum tlbs_split_order split_order;
 	u64 fixed_limit;	/* host huge pages held all run, controller
 				 * off (--huge-limit); ~0: none */
+	double fixed_limit_at_s;	/* ...from this simulated time on
+					 * (--huge-limit-at; 0: from the
+					 * start, before any fault) */
+	int fixed_limit_applied;
 	FILE *series;		/* CSV, one line per tick, or NULL */
 	/* results */
 	struct tlbs_mmu u;

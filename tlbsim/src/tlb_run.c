@@ -102,8 +102,9 @@ static inline int one_class(const struct tlbs_group *g)
  * them by size class unless the group holds one class, @cls.
  */
 static inline void list_done(struct tlbs_group *g, u32 n, u64 misses,
-			     u64 *miss_by, int cls, u64 *walks)
+			     u64 *miss_by, int cls, u64 *walks, u64 miss_s2)
 {
+	walks[TLBS_WALK_S2_BASE] += miss_s2;
 	g->hits += n - misses;
 	g->misses += misses;
 	g->fills += misses;
@@ -125,7 +126,7 @@ fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 {
 	u32 *direct = g->direct, e, slot, victim;
 	u64 *ek = g->key, key, d, miss, dsize = g->dsize, pos = 0;
-	u64 miss_by[TLBS_NCLASS] = { 0, 0 };
+	u64 miss_by[TLBS_NCLASS] = { 0, 0 }, miss_s2 = 0;
 	const u64 *end = keys + n, *stop;
 	struct draws dr;
 
@@ -150,11 +151,17 @@ fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 			ek[slot] = key;
 			direct[d] = slot;
 			pos += miss;
+			/* a huge-only group has no base-page key to count */
+			if (cls == TLBS_BASE)
+				miss_s2 += miss & key >> 4;
+			else if (cls < 0)
+				miss_s2 += miss & tlbs_key_s2_base(key);
 			if (cls < 0)
 				miss_by[key_class(key)] += miss;
 		}
 	}
-	list_done(g, n, draws_finish(&dr, g, pos), miss_by, cls, walks);
+	list_done(g, n, draws_finish(&dr, g, pos), miss_by, cls, walks,
+		  miss_s2);
 }
 
 static void fa_random_run(struct tlbs_group *g, const u64 *keys, u32 n,
@@ -186,6 +193,7 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 {
 	u64 *gk = g->key, setmask = g->sets - 1, key, *k, pos = 0, used;
 	u64 filled = 0, misses = 0, miss_by[TLBS_NCLASS] = { 0, 0 };
+	u64 miss_s2 = 0;
 	u32 match, empty, miss, alt, hit_way, slot, fresh;
 	const u64 *end = keys + n, *stop;
 	struct draws dr;
@@ -216,6 +224,10 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 			slot = select_u32(miss, alt, hit_way);
 			k[slot] = key;
 			pos += miss & (fresh ^ 1);
+			if (cls == TLBS_BASE)
+				miss_s2 += miss & key >> 4;
+			else if (cls < 0)
+				miss_s2 += miss & tlbs_key_s2_base(key);
 			if (cls < 0)
 				miss_by[key_class(key)] += miss;
 		}
@@ -223,7 +235,7 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 	used = draws_finish(&dr, g, pos);
 	g->used += (u32)filled;
 	/* a full group takes a victim on every miss */
-	list_done(g, n, full ? used : misses, miss_by, cls, walks);
+	list_done(g, n, full ? used : misses, miss_by, cls, walks, miss_s2);
 }
 
 /* The specialisations: 8- and 4-way, full or not, one class or both. */
@@ -277,6 +289,7 @@ void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,
 			}
 			g->misses++;
 			walks[key_class(keys[i])]++;
+			walks[TLBS_WALK_S2_BASE] += tlbs_key_s2_base(keys[i]);
 			tlbs_group_fill(g, keys[i]);
 		}
 		g->hits += hits;
@@ -284,7 +297,10 @@ void tlbs_group_run(struct tlbs_group *g, const u64 *keys, u32 n,
 			fa_random_run(g, keys + i, n - i, walks);
 		return;
 	}
-	for (; i < n; i++)
-		walks[key_class(keys[i])] +=
-			!tlbs_group_access_fast(g, keys[i]);
+	for (; i < n; i++) {
+		u64 miss = !tlbs_group_access_fast(g, keys[i]);
+
+		walks[key_class(keys[i])] += miss;
+		walks[TLBS_WALK_S2_BASE] += miss & tlbs_key_s2_base(keys[i]);
+	}
 }

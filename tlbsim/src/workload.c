@@ -8,9 +8,9 @@
  *       (the nodes every step comes back to), else anywhere in S
  *   mcf[:...]   chase with the mcf-like defaults (see docs/simulator.md)
  *   seq:size=S[,stride=B]          a sequential stream, wrapping
- *   hotcold:size=S,hot=H[,hot_frac=F]
- *       a contiguous hot set of H bytes gets F of the accesses, the rest
- *       go uniformly anywhere in S
+ *   hotcold:size=S,hot=H[,hot_frac=F,hot_at=A]
+ *       a contiguous hot set of H bytes from offset A (default 0) gets F
+ *       of the accesses, the rest go uniformly anywhere in S
  *   phases:size=S,period=N[,hot_pages=..]
  *       alternates every N accesses between the chase and a sequential
  *       stream over S
@@ -94,6 +94,8 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 				w->hot_page_bytes = v;
 			else if (!strcmp(tok, "hot"))
 				w->hot_bytes = v;
+			else if (!strcmp(tok, "hot_at"))
+				w->hot_at = v;
 			else if (!strcmp(tok, "stride"))
 				w->stride = v;
 			else if (!strcmp(tok, "period"))
@@ -125,9 +127,10 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 		return -1;
 	}
 	if (!strcmp(w->kind, "hotcold")) {
-		if (!w->hot_bytes || w->hot_bytes > w->size) {
+		if (!w->hot_bytes || w->hot_bytes > w->size ||
+		    w->hot_at > w->size - w->hot_bytes) {
 			snprintf(err, errlen, "workload '%s': hotcold needs "
-				 "hot=BYTES, at most size", spec);
+				 "hot=BYTES, hot_at + hot at most size", spec);
 			return -1;
 		}
 		if (!args || !strstr(spec, "hot_frac="))
@@ -230,13 +233,14 @@ static void fill_seq(struct tlbs_workload *w, u64 *off, u32 n)
 static void fill_hotcold(struct tlbs_workload *w, u64 *off, u32 n)
 {
 	u64 r, rng = w->rng, hot = w->hot_bytes, size = w->size;
-	u64 thresh = w->hot_thresh;
+	u64 thresh = w->hot_thresh, at = w->hot_at;
 	u32 k;
 
 	for (k = 0; k < n; k++) {
 		r = tlbs_rand(&rng);
-		off[k] = tlbs_rand_below(&rng, (r >> 32) < thresh ? hot : size) &
-			 ~7ULL;
+		off[k] = ((r >> 32) < thresh ?
+			  at + tlbs_rand_below(&rng, hot) :
+			  tlbs_rand_below(&rng, size)) & ~7ULL;
 	}
 	w->rng = rng;
 }

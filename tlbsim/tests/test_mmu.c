@@ -135,6 +135,68 @@ static void test_vz_two_entries(void)
  * count as hits, in the group of each translation: VZ with a huge stage 1
  * (VTLB) and a base stage 2 (FTLB), both counted; natively one.
  */
+/*
+ * The cost model: a base-page refill of the guest stage, of the host stage
+ * and a huge-page refill each at its own cost under VZ; natively and with
+ * combined entries every refill at refill_ns.
+ */
+static void test_cost_model(void)
+{
+	static const char text[] =
+		"name t\nbase_page 16K\nhuge_page 32M\n"
+		"group VTLB entries=64 ways=64 replace=lru sizes=huge\n"
+		"group FTLB entries=2048 ways=8 replace=lru sizes=base\n"
+		"access_ns 100\nrefill_ns 150\nguest_refill_ns 10\n"
+		"host_refill_ns 20\nhuge_refill_ns 40\n";
+	struct tlbs_machine m;
+	struct tlbs_mmu u;
+	char err[256];
+
+	CHECK_EQ(tlbs_machine_parse(&m, text, "test", err, sizeof(err)), 0);
+	/* no THP: one guest and one host base-page refill */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 0, 0, 0), 0);
+	run1(&u, 0);
+	CHECK_EQ(u.walks[TLBS_BASE], 2);
+	CHECK_EQ(u.walks[TLBS_WALK_S2_BASE], 1);
+	CHECK(tlbs_mmu_time_ns(&u) == 130.0, "vz base %.1f",
+	      tlbs_mmu_time_ns(&u));
+	restart(&u, &m);
+	/* guest huge, host base: a huge and a host base-page refill */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 1, 0, 0), 0);
+	run1(&u, 0);
+	CHECK_EQ(u.walks[TLBS_WALK_S2_BASE], 1);
+	CHECK(tlbs_mmu_time_ns(&u) == 160.0, "vz guest huge %.1f",
+	      tlbs_mmu_time_ns(&u));
+	restart(&u, &m);
+	/* guest base, host huge: a guest base-page and a huge refill */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 64 * MB, 0, 1, 0), 0);
+	run1(&u, 0);
+	CHECK_EQ(u.walks[TLBS_WALK_S2_BASE], 0);
+	CHECK(tlbs_mmu_time_ns(&u) == 150.0, "vz host huge %.1f",
+	      tlbs_mmu_time_ns(&u));
+	CHECK(tlbs_mmu_refill_time_ns(&u) == 50.0, "refill part %.1f",
+	      tlbs_mmu_refill_time_ns(&u));
+	restart(&u, &m);
+	/* natively and combined: refill_ns */
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_NATIVE, 64 * MB, 0, 0, 0), 0);
+	run1(&u, 0);
+	CHECK(tlbs_mmu_time_ns(&u) == 250.0, "native %.1f",
+	      tlbs_mmu_time_ns(&u));
+	restart(&u, &m);
+	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_COMBINED, 64 * MB, 0, 0, 0), 0);
+	run1(&u, 0);
+	CHECK(tlbs_mmu_time_ns(&u) == 250.0, "combined %.1f",
+	      tlbs_mmu_time_ns(&u));
+	tlbs_mmu_free(&u);
+	tlbs_machine_free(&m);
+	/* unset, the three default to refill_ns */
+	machine(&m, 64);
+	CHECK(m.guest_refill_ns == 150.0 && m.host_refill_ns == 150.0 &&
+	      m.huge_refill_ns == 150.0, "defaults %.1f %.1f %.1f",
+	      m.guest_refill_ns, m.host_refill_ns, m.huge_refill_ns);
+	tlbs_machine_free(&m);
+}
+
 static void test_same_page_hits(void)
 {
 	/* hits and misses of the VTLB (g[0]) and the FTLB (g[1]) */
@@ -387,6 +449,8 @@ static void test_batch_matches_single(const char *preset)
 			}
 			if (a.walks[0] != b.walks[0] ||
 			    a.walks[1] != b.walks[1] ||
+			    a.walks[TLBS_WALK_S2_BASE] !=
+			    b.walks[TLBS_WALK_S2_BASE] ||
 			    a.huge_in_use != b.huge_in_use ||
 			    a.splits != b.splits ||
 			    !same_groups(&ma, &mb))
@@ -411,6 +475,7 @@ int main(void)
 {
 	test_native();
 	test_vz_two_entries();
+	test_cost_model();
 	test_same_page_hits();
 	test_misalignment();
 	test_combined();

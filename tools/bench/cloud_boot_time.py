@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(REPO, 'tools', 'cloud'))
 
 import api  # noqa: E402
 import cloud  # noqa: E402
+import procs  # noqa: E402
 
 
 def boot_once(adm, flavor, image, name, timeout):
@@ -41,15 +42,16 @@ def boot_once(adm, flavor, image, name, timeout):
     api.wait_server_status(adm, s['id'], 'ACTIVE', timeout, interval=0.1)
     took = time.monotonic() - t0
     adm.delete('compute:/servers/%s' % s['id'])
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+
+    def gone():
         try:
             adm.get('compute:/servers/%s' % s['id'])
         except api.ApiError as exc:
             if exc.status == 404:
-                break
+                return True
             raise
-        time.sleep(0.5)
+        return False
+    procs.wait_until('server %s deleted' % s['id'], gone, timeout, 0.5)
     return took
 
 

@@ -6,9 +6,10 @@ and to wait for it to be ready: a process per ``openstack`` command costs
 """
 
 import json
-import time
 import urllib.error
 import urllib.request
+
+import procs  # its wait_until (nova_tlbbalance.wait)
 
 
 class ApiError(Exception):
@@ -113,15 +114,17 @@ def reachable(url, timeout=5):
 def wait_server_status(client, server_id, want, timeout, fail=('ERROR',),
                        interval=0.5):
     """Poll a server until its status is ``want``; the server dict."""
-    end = time.monotonic() + timeout
-    while True:
-        s = client.get('compute:/servers/%s' % server_id)['server']
-        if s['status'] == want:
-            return s
-        if s['status'] in fail:
+    last = {}
+
+    def status():
+        last.update(client.get('compute:/servers/%s' % server_id)['server'])
+        if last['status'] in fail:
             raise RuntimeError('server %s went to %s: %s'
-                               % (server_id, s['status'], s.get('fault')))
-        if time.monotonic() > end:
-            raise RuntimeError('server %s still %s after %d s'
-                               % (server_id, s['status'], timeout))
-        time.sleep(interval)
+                               % (server_id, last['status'],
+                                  last.get('fault')))
+        return dict(last) if last['status'] == want else None
+    try:
+        return procs.wait_until('server %s is %s' % (server_id, want),
+                                status, timeout, interval)
+    except procs.WaitTimeout as e:
+        raise RuntimeError('%s (status still %s)' % (e, last.get('status')))

@@ -12,7 +12,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
+
+# nova_tlbbalance (its wait_until) from this checkout.
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
+from nova_tlbbalance.wait import wait_until, WaitTimeout  # noqa: E402
 
 
 class CloudError(Exception):
@@ -121,15 +130,19 @@ def _signal_group(rec, sig):
 def stop(rec, grace=15.0):
     """SIGTERM the process (and its group), SIGKILL after ``grace`` s."""
     _signal_group(rec, signal.SIGTERM)
-    end = time.monotonic() + grace
-    while alive(rec) and time.monotonic() < end:
-        time.sleep(0.1)
-    if alive(rec):
-        _signal_group(rec, signal.SIGKILL)
-        end = time.monotonic() + 10
-        while alive(rec) and time.monotonic() < end:
-            time.sleep(0.1)
-    return not alive(rec)
+    if _gone_within(rec, grace):
+        return True
+    _signal_group(rec, signal.SIGKILL)
+    return _gone_within(rec, 10)
+
+
+def _gone_within(rec, timeout):
+    """True once the process is gone, False if it outlived timeout s."""
+    try:
+        return wait_until('pid %s gone' % rec['pid'],
+                          lambda: not alive(rec), timeout, 0.1)
+    except WaitTimeout:
+        return False
 
 
 def stop_all(state, grace=15.0, log=print):
@@ -175,20 +188,8 @@ def wait_for(what, probe, timeout, interval=0.25, on_wait=None):
 
     ``on_wait()`` runs between polls (e.g. to check the daemon the wait
     is for is still alive, so a dead one fails at once, not at timeout).
+    A probe's exception counts as "not yet"; a timeout is a CloudError
+    naming what and the last error (nova_tlbbalance.wait.wait_until).
     """
-    end = time.monotonic() + timeout
-    last = None
-    while True:
-        try:
-            got = probe()
-            if got:
-                return got
-        except Exception as exc:   # noqa: BLE001 - reported on timeout
-            last = exc
-        if time.monotonic() > end:
-            raise CloudError('timed out after %d s waiting for %s%s'
-                             % (timeout, what,
-                                ' (last error: %s)' % last if last else ''))
-        if on_wait:
-            on_wait()
-        time.sleep(interval)
+    return wait_until(what, probe, timeout, interval, retry_on=Exception,
+                      on_wait=on_wait, error=CloudError)

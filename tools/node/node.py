@@ -31,7 +31,6 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
-import io
 import json
 import os
 import shlex
@@ -44,6 +43,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, 'tools'))
+if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
+    sys.path.append(REPO)
+
+from kernels import boot  # noqa: E402  (the one boot stack)
+from nova_tlbbalance.wait import wait_until  # noqa: E402
 CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
     os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
     'nova-tlbbalance')
@@ -123,159 +128,41 @@ def _locked(path):
         yield
 
 
-# ---------------------------------------------------------------- kernel
-
-class Kernel:
-    """A kernel from tools/kernels/fetch.sh's cache, plus a modules.dep."""
-
-    def __init__(self, line):
-        fetch = os.path.join(REPO, 'tools', 'kernels', 'fetch.sh')
-        if not os.path.exists(fetch):
-            raise NodeError('%s is missing: cannot get a kernel' % fetch)
-        out = _run([fetch, line], 'fetching the %s kernel' % line)
-        self.dir = out.strip().splitlines()[-1]
-        self.line = line
-        with open(os.path.join(self.dir, 'abi')) as f:
-            self.abi = f.read().strip()
-        self.vmlinux = os.path.join(self.dir, 'vmlinux')
-        self.headers = os.path.realpath(os.path.join(self.dir, 'headers'))
-        self.modules = self._moddir()
-
-    def _moddir(self):
-        """lib/modules/<abi> with modules.dep (the .deb ships none).
-
-        Built once under the node cache: symlinks to the cached modules and
-        depmod's output, so the kernel cache itself is left as fetched.
-        """
-        src = os.path.realpath(os.path.join(self.dir, 'modules'))
-        if os.path.exists(os.path.join(src, 'modules.dep')):
-            return src
-        base = os.path.join(CACHE, 'node', self.abi, 'depmod')
-        mod = os.path.join(base, 'lib', 'modules', self.abi)
-        with _locked(base):
-            if not os.path.exists(os.path.join(mod, 'modules.dep')):
-                self._depmod(src, base)
-        return mod
-
-    def _depmod(self, src, base):
-        tmp = base + '.tmp'
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmod = os.path.join(tmp, 'lib', 'modules', self.abi)
-        os.makedirs(tmod)
-        for name in os.listdir(src):
-            path = os.path.join(src, name)
-            if name == 'kernel':
-                os.symlink(path, os.path.join(tmod, name))
-            elif os.path.isfile(path):
-                shutil.copy2(path, tmod)
-        _run(['depmod', '-b', tmp, self.abi], 'depmod for ' + self.abi)
-        shutil.rmtree(base, ignore_errors=True)
-        os.rename(tmp, base)
-
-    def module_deps(self, names):
-        """Paths (relative to the modules dir) of names and their
-        dependencies, in load order."""
-        deps = {}
-        by_name = {}
-        with open(os.path.join(self.modules, 'modules.dep')) as f:
-            for line in f:
-                mod, _, rest = line.partition(':')
-                deps[mod] = rest.split()
-                base = os.path.basename(mod).split('.ko')[0]
-                by_name[base.replace('-', '_')] = mod
-        order = []
-
-        def visit(mod):
-            if mod in order:
-                return
-            # modules.dep lists the deps of deps too; the last is loaded
-            # first by modprobe.
-            for dep in reversed(deps[mod]):
-                visit(dep)
-            order.append(mod)
-        builtin = set()
-        with open(os.path.join(self.modules, 'modules.builtin')) as f:
-            for line in f:
-                base = os.path.basename(line.strip()).split('.ko')[0]
-                builtin.add(base.replace('-', '_'))
-        for name in names:
-            key = name.replace('-', '_')
-            if key in by_name:
-                visit(by_name[key])
-            elif key not in builtin:
-                raise NodeError('module %s not in %s' % (name, self.abi))
-        return order
-
-
 # --------------------------------------------------------------- artifacts
 
-def _cpio_newc(entries):
-    """A newc cpio archive from (name, mode, data-or-None) entries."""
-    out = io.BytesIO()
-    ino = 1
-    for name, mode, data in entries + [('TRAILER!!!', 0, b'')]:
-        data = data or b''
-        nameb = name.encode() + b'\0'
-        hdr = '070701' + ''.join('%08X' % v for v in (
-            ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0,
-            len(nameb), 0))
-        out.write(hdr.encode() + nameb)
-        out.write(b'\0' * (-(110 + len(nameb)) % 4))
-        out.write(data)
-        out.write(b'\0' * (-len(data) % 4))
-        ino += 1
-    return out.getvalue()
+class Kernel(boot.Kernel):
+    """A kernel from tools/kernels/fetch.sh's cache (tools/kernels/boot)."""
 
+    def __init__(self, line):
+        try:
+            super().__init__(line)
+        except boot.BootError as e:
+            raise NodeError(str(e))
 
-def _module_bytes(path):
-    if path.endswith('.xz'):
-        import lzma
-        with lzma.open(path) as f:
-            return f.read()
-    if path.endswith('.zst'):
-        return subprocess.run(['zstd', '-dc', path], check=True,
-                              capture_output=True).stdout
-    with open(path, 'rb') as f:
-        return f.read()
+    def module_deps(self, names):
+        try:
+            return super().module_deps(names)
+        except boot.BootError as e:
+            raise NodeError(str(e))
 
 
 def build_initramfs(kernel):
     """busybox + the 9p/overlay modules + initramfs-init.sh, cached."""
-    busybox = shutil.which('busybox') or '/bin/busybox'
-    with open(busybox, 'rb') as f:
-        bb = f.read()
-    if b'ld-linux' in bb[:4096 * 4]:
-        raise NodeError('%s is dynamically linked: install busybox-static'
-                        % busybox)
     with open(os.path.join(HERE, 'initramfs-init.sh'), 'rb') as f:
         init = f.read()
     mods = kernel.module_deps(INITRAMFS_MODULES)
-    key = hashlib.sha256(init + bb[:65536] + repr(mods).encode()
-                         ).hexdigest()[:16]
+    try:
+        busybox = kernel.busybox()
+    except boot.BootError as e:
+        raise NodeError(str(e))
+    with open(busybox, 'rb') as f:
+        bb = f.read(65536)
+    key = hashlib.sha256(init + bb + repr(mods).encode()).hexdigest()[:16]
     path = os.path.join(CACHE, 'node', kernel.abi, 'initramfs-%s.cpio' % key)
     if os.path.exists(path):
         return path
-    entries = [('bin', 0o40755, None), ('dev', 0o40755, None),
-               ('proc', 0o40755, None), ('sys', 0o40755, None),
-               ('modules', 0o40755, None),
-               ('bin/busybox', 0o100755, bb), ('init', 0o100755, init)]
-    names = []
-    for mod in mods:
-        name = os.path.basename(mod)
-        for ext in ('.xz', '.zst'):
-            if name.endswith(ext):
-                name = name[:-len(ext)]
-        names.append(name)
-        entries.append(('modules/' + name, 0o100644, _module_bytes(
-            os.path.join(kernel.modules, mod))))
-    entries.append(('modules/order', 0o100644,
-                    ('\n'.join(names) + '\n').encode()))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = '%s.tmp.%d' % (path, os.getpid())
-    with open(tmp, 'wb') as f:
-        f.write(_cpio_newc(entries))
-    os.rename(tmp, path)
-    return path
+    return boot.write_initramfs(path, boot.initramfs_entries(
+        kernel, init, mods))
 
 
 def build_module(kernel):
@@ -438,30 +325,25 @@ class Node:
         # The kernel-test harness uses thread=single instead (an orphaned
         # int3 Oops was once seen under MTTCG there); TLBB_NODE_ACCEL
         # overrides this.
-        argv = [
-            'qemu-system-x86_64',
-            '-accel', os.environ.get('TLBB_NODE_ACCEL', 'tcg'),
-            '-cpu', 'max',
-            '-smp', str(self.smp), '-m', str(self.mem_mb),
-            '-nodefaults', '-display', 'none', '-no-reboot',
-            '-kernel', self.kernel.vmlinux, '-initrd', self.initramfs,
-            '-append', 'console=ttyS0 panic=-1 loglevel=4 %s'
-                       'tlbb_repo=%s' % (os.environ.get(
-                           'TLBB_NODE_APPEND', '') + ' ', REPO),
-            '-serial', 'file:' + self.console,
-            # A triple fault or a guest error ends the node without a word
-            # on its console: QEMU's own log says which it was.
-            '-d', 'guest_errors,cpu_reset', '-D', self.qemu_log,
-            '-device', 'isa-debug-exit,iobase=0xf4,iosize=0x04',
-            '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,'
-                       'readonly=on,multidevs=remap',
-            '-virtfs', 'local,path=%s,mount_tag=tlbbio,security_model=none,'
-                       'multidevs=remap' % self.io_dir,
-            '-device', 'virtio-serial-pci',
-            '-chardev', 'socket,id=agent,path=%s,server=on,wait=off'
-                        % sock_path,
-            '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
-        ]
+        argv = boot.qemu_argv(
+            self.kernel, self.initramfs, mem=self.mem_mb, smp=self.smp,
+            accel=os.environ.get('TLBB_NODE_ACCEL', 'tcg'),
+            append='panic=-1 loglevel=4 %stlbb_repo=%s' % (
+                os.environ.get('TLBB_NODE_APPEND', '') + ' ', REPO),
+            serial='file:' + self.console, extra=[
+                # A triple fault or a guest error ends the node without a
+                # word on its console: QEMU's own log says which it was.
+                '-d', 'guest_errors,cpu_reset', '-D', self.qemu_log,
+                '-virtfs', 'local,path=/,mount_tag=hostroot,'
+                           'security_model=none,readonly=on,multidevs=remap',
+                '-virtfs', 'local,path=%s,mount_tag=tlbbio,'
+                           'security_model=none,multidevs=remap'
+                           % self.io_dir,
+                '-device', 'virtio-serial-pci',
+                '-chardev', 'socket,id=agent,path=%s,server=on,wait=off'
+                            % sock_path,
+                '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
+            ])
         for i, (host_path, _) in enumerate(self.shares):
             argv += ['-virtfs', 'local,path=%s,mount_tag=tlbbshare%d,'
                      'security_model=none,multidevs=remap' % (host_path, i)]
@@ -504,19 +386,28 @@ class Node:
         return self
 
     def _connect(self, path):
-        deadline = time.monotonic() + 30
-        while True:
+        def connected():
+            sock = socket.socket(socket.AF_UNIX)
             try:
-                self.sock = socket.socket(socket.AF_UNIX)
-                self.sock.connect(path)
-                return
+                sock.connect(path)
             except OSError:
-                self.sock.close()
-                if self.proc.poll() is not None or \
-                        time.monotonic() > deadline:
-                    raise NodeError('QEMU did not start: %s' % (
-                        self.proc.stdout.read().decode(errors='replace')))
-                time.sleep(0.05)
+                sock.close()
+                raise
+            return sock
+
+        def qemu_alive():
+            if self.proc.poll() is not None:
+                raise NodeError('QEMU did not start (rc %s): %s' % (
+                    self.proc.returncode,
+                    self.proc.stdout.read().decode(errors='replace')))
+        try:
+            self.sock = wait_until("QEMU's agent socket %s accepts" % path,
+                                   connected, 30, 0.05, retry_on=OSError,
+                                   on_wait=qemu_alive)
+        except TimeoutError as e:
+            self.proc.kill()
+            raise NodeError('QEMU did not start: %s: %s' % (
+                e, self.proc.communicate()[0].decode(errors='replace')))
 
     def _recv(self, timeout):
         deadline = time.monotonic() + timeout

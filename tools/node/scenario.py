@@ -12,12 +12,16 @@ import json
 import os
 import re
 import subprocess
-import time
+import sys
 
 import guestxml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
+    sys.path.append(REPO)
+
+from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
 CONFIGFS = '/sys/kernel/config/tlbbalance'
 INJECT = '/sys/kernel/debug/tlbbalance/inject'
 
@@ -72,9 +76,11 @@ def start_vm(node, name, payload, specs=None, mem_mib=256, vcpus=1,
 def wait_payload(node, name, timeout=120, passes=0):
     """Wait until the payload touched all its RAM (and ran ``passes``
     more sweeps); returns the last progress line."""
-    deadline = time.monotonic() + timeout
     pat = re.compile(r'tlbb-payload: pass=(\d+) .*errors=(\d+)')
-    while True:
+    log = ''
+
+    def there():
+        nonlocal log
         log = node.run('cat %s 2>/dev/null' % serial_log(name)).stdout
         if 'tlbb-payload: error' in log:
             raise ScenarioError('payload of %s failed:\n%s' % (name, log))
@@ -82,10 +88,12 @@ def wait_payload(node, name, timeout=120, passes=0):
         if 'tlbb-payload: touched' in log and (
                 not passes or (m and int(m[-1][0]) >= passes)):
             return log.strip().splitlines()[-1]
-        if time.monotonic() > deadline:
-            raise ScenarioError('payload of %s did not get there in %d s; '
-                                'serial log:\n%s' % (name, timeout, log))
-        time.sleep(1)
+        return None
+    try:
+        return wait_until('the payload of %s touched its RAM (and ran %d '
+                          'passes)' % (name, passes), there, timeout, 1)
+    except WaitTimeout as e:
+        raise ScenarioError('%s; serial log:\n%s' % (e, log))
 
 
 def payload_errors(node, name):
@@ -178,13 +186,14 @@ def last_sample(node, vm):
 
 def wait_sample(node, vm, cond, timeout):
     """Wait until the latest background sample satisfies cond."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def met():
         row = last_sample(node, vm)
-        if row and cond(row):
-            return row
-        time.sleep(1)
-    return None
+        return row if row and cond(row) else None
+    try:
+        return wait_until('a sample of %s meets the condition' % vm, met,
+                          timeout, 1)
+    except WaitTimeout:
+        return None
 
 
 def stop_sampler(node, vm):

@@ -1,18 +1,31 @@
 """The node's end of a virtio-serial port, found by name (agent.py,
-relay.py: both run inside the node with Debian's python3)."""
+relay.py: both run inside the node with Debian's python3, the working tree
+at its own path)."""
 
 import glob
-import time
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
+    sys.path.append(REPO)
+
+from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
 
 
-def find_port(name, who, tries=100, interval=0.1):
+def find_port(name, who, timeout=10, interval=0.1):
     """/dev/vportNpM of the port QEMU named ``name`` (-device
     virtserialport,name=...); exits naming ``who`` if it never shows up
-    (tries x interval: 10 s)."""
-    for _ in range(tries):
+    within timeout s."""
+    def port():
         for name_file in glob.glob('/sys/class/virtio-ports/*/name'):
             with open(name_file) as f:
                 if f.read().strip() == name:
                     return '/dev/' + name_file.split('/')[-2]
-        time.sleep(interval)
-    raise SystemExit('%s: no virtio-serial port named %s' % (who, name))
+        return None
+    try:
+        return wait_until('virtio-serial port %s shows up' % name, port,
+                          timeout, interval)
+    except WaitTimeout as e:
+        raise SystemExit('%s: %s' % (who, e))

@@ -5,13 +5,15 @@
  * --toggle-collect=tlbb_ctrl_tick` (bench/run.sh) so that only the work
  * inside tlbb_ctrl_tick() is counted; natively it also prints ns per tick.
  *
- * Usage: bench_ctrl idle|mixed|worst [vms] [ticks]
+ * Usage: bench_ctrl idle|mixed|worst|hill [vms] [ticks]
  *   idle   every VM below the load threshold: the common case on a host
  *   mixed  every VM its own workload: the paper's mcf case, load on the
  *          small group, idle, noise around the thresholds, phase changes,
  *          monitor-only VMs; default parameters (10 s sustain, 3 samples)
  *   worst  every VM samples and decides on every tick (sustain 0,
  *          1 sample), huge counts that take the 128-bit path
+ *   hill   the mixed workloads under method hill (method=1, its 1 s
+ *          sustain): searches, holds and new searches at phase changes
  * Prints the number of ticks run and how they ended, for the script to
  * divide by.
  */
@@ -85,8 +87,9 @@ int main(int argc, char **argv)
 	double ns;
 
 	if (argc < 2 || (strcmp(argv[1], "idle") &&
-			 strcmp(argv[1], "mixed") && strcmp(argv[1], "worst"))) {
-		fprintf(stderr, "usage: %s idle|mixed|worst [vms] [ticks]\n",
+			 strcmp(argv[1], "mixed") && strcmp(argv[1], "worst") &&
+			 strcmp(argv[1], "hill"))) {
+		fprintf(stderr, "usage: %s idle|mixed|worst|hill [vms] [ticks]\n",
 			argv[0]);
 		return 2;
 	}
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
 	}
 
 	tlbb_params_default(&p);
+	if (!strcmp(argv[1], "hill"))
+		p.method = TLBB_METHOD_HILL;
 	if (worst) {
 		p.sustain_ms = 0;
 		p.samples = 1;

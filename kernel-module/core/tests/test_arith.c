@@ -279,7 +279,7 @@ TEST(names)
 {
 	static const char *const st[] = {
 		"idle", "sustain", "counting", "lowering", "raising",
-		"forming", "monitor",
+		"forming", "monitor", "holding",
 	};
 	unsigned int i;
 

@@ -6,7 +6,8 @@
  * random. After every tick:
  *   - the limit stays within [min(floor, total), total];
  *   - it changes only on a decision tick (or the floor lift), by at most
- *     step_pages, in the direction the returned action says;
+ *     step_pages (method hill: its first step, hill_first_step_pm of the
+ *     VM, at least 1), in the direction the returned action says;
  *   - a monitor-only controller never changes it;
  *   - C_L never exceeds the trigger and the window never reaches `samples`;
  *   - `decisions` grows by at most one per tick, and two decisions of one
@@ -60,7 +61,8 @@ static void rnd_counts(u64 *h, u64 *s)
 static bool counting_state(enum tlbb_state st)
 {
 	return st == TLBB_ST_COUNTING || st == TLBB_ST_LOWERING ||
-	       st == TLBB_ST_RAISING || st == TLBB_ST_MONITOR;
+	       st == TLBB_ST_RAISING || st == TLBB_ST_MONITOR ||
+	       st == TLBB_ST_HOLDING;
 }
 
 TEST(random_runs_keep_invariants)
@@ -72,7 +74,7 @@ TEST(random_runs_keep_invariants)
 		struct tlbb_params p;
 		struct test_vm vm;
 		u64 total = rnd() % 4 ? rnd() % 300 : rnd() % (1ULL << 41);
-		u64 h = 0, s = 0, floor, last_decision_tick = 0;
+		u64 h = 0, s = 0, floor, last_decision_tick = 0, step;
 		bool monitor = rnd() % 5 == 0;
 
 		for (id = 0; id < TLBB_P_COUNT; id++)
@@ -86,6 +88,11 @@ TEST(random_runs_keep_invariants)
 		vm.huge_in_use = rnd() % (total + 1);
 		vm.nr_vcpus = (u32)(rnd() % 5);
 		floor = p.floor_pages < total ? p.floor_pages : total;
+		step = p.step_pages;
+		if (p.method == TLBB_METHOD_HILL) {
+			step = total * p.hill_first_step_pm / 1000;
+			step = step ? step : 1;
+		}
 
 		for (t = 0; t < 400; t++) {
 			u64 before = vm.c.limit, dec0 = vm.c.decisions;
@@ -113,11 +120,10 @@ TEST(random_runs_keep_invariants)
 				TEST_ASSERT(before - vm.c.limit <=
 					    (before > vm.huge_in_use ?
 					     before - vm.huge_in_use : 0) +
-					    p.step_pages,
+					    step,
 					    "lowered by more than a step");
 			else if (act == TLBB_ACT_RAISE && before >= floor)
-				TEST_ASSERT(vm.c.limit - before <=
-					    p.step_pages,
+				TEST_ASSERT(vm.c.limit - before <= step,
 					    "raised by more than a step");
 			TEST_ASSERT(vm.c.load_count <= vm.c.trigger,
 				    "C_L %llu > T %llu",

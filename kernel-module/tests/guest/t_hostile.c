@@ -51,16 +51,7 @@ static size_t len;
 
 static long wait_huge(const void *addr, long want, unsigned int ms)
 {
-	unsigned int t;
-	long huge = -1;
-
-	for (t = 0; t <= ms; t += 20) {
-		huge = thp_huge_pages(0, addr, len);
-		if (huge == want)
-			break;
-		tlbb_msleep(20);
-	}
-	return huge;
+	return thp_wait_huge(addr, len, want, ms);
 }
 
 /*

@@ -66,16 +66,7 @@ static uint64_t khugepaged_full_scans(void)
 /* smaps huge pages of the region, polled until @want or @ms pass */
 static long wait_huge(long want, unsigned int ms)
 {
-	unsigned int t;
-	long huge = -1;
-
-	for (t = 0; t <= ms; t += 20) {
-		huge = smaps_huge();
-		if (huge == want)
-			break;
-		tlbb_msleep(20);
-	}
-	return huge;
+	return thp_wait_huge(region, len, want, ms);
 }
 
 static void setup(void)

@@ -12,7 +12,8 @@
 n=0
 check() {
 	n=$((n + 1))
-	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+	[ "$n" = 1 ] && echo "KTAP version 1"
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
 }
 
 cpus=0

@@ -5,12 +5,26 @@
 
 #include "tap.h"
 
-static int tap_n, tap_nfail;
+static int tap_n, tap_nfail, tap_nskip;
 
-static void tap_vline(bool cond, const char *fmt, va_list ap)
+/* "KTAP version 1" once, before the first result line. */
+static void tap_header(void)
 {
-	printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
+	static bool said;
+
+	if (!said)
+		puts("KTAP version 1");
+	said = true;
+}
+
+static void tap_vline(bool cond, const char *skip, const char *fmt,
+		      va_list ap)
+{
+	tap_header();
+	printf("%sok %d ", cond ? "" : "not ", ++tap_n);
 	vprintf(fmt, ap);
+	if (skip)
+		printf(" # SKIP %s", skip);
 	putchar('\n');
 	fflush(stdout);
 	if (!cond)
@@ -22,15 +36,26 @@ bool tap_ok(bool cond, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	tap_vline(cond, fmt, ap);
+	tap_vline(cond, NULL, fmt, ap);
 	va_end(ap);
 	return cond;
+}
+
+void tap_skip(const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vline(true, reason, fmt, ap);
+	va_end(ap);
+	tap_nskip++;
 }
 
 void tap_diag(const char *fmt, ...)
 {
 	va_list ap;
 
+	tap_header();
 	fputs("# ", stdout);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
@@ -44,7 +69,7 @@ void tap_bail(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	tap_vline(false, fmt, ap);
+	tap_vline(false, NULL, fmt, ap);
 	va_end(ap);
 	puts("Bail out!");
 	fflush(stdout);
@@ -58,7 +83,8 @@ int tap_failed(void)
 
 int tap_done(void)
 {
-	printf("# %d checks, %d failed\n", tap_n, tap_nfail);
+	printf("# %d checks, %d failed, %d skipped\n", tap_n, tap_nfail,
+	       tap_nskip);
 	fflush(stdout);
 	return (tap_nfail || !tap_n) ? 1 : 0;
 }

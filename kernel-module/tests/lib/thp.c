@@ -8,6 +8,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "util.h"
 
 size_t thp_pmd_size(void)
 {
@@ -106,6 +107,24 @@ long thp_huge_pages(pid_t pid, const void *addr, size_t len)
 	long kb = thp_anon_huge_kb(pid, addr, len);
 
 	return kb < 0 ? kb : kb / (long)(thp_pmd_size() >> 10);
+}
+
+/*
+ * This process's huge pages in [addr, addr + len) (smaps), polled every
+ * 20 ms until there are @want or @ms pass; the last count.
+ */
+long thp_wait_huge(const void *addr, size_t len, long want, unsigned int ms)
+{
+	unsigned int t;
+	long huge = -1;
+
+	for (t = 0; t <= ms; t += 20) {
+		huge = thp_huge_pages(0, addr, len);
+		if (huge == want)
+			break;
+		tlbb_msleep(20);
+	}
+	return huge;
 }
 
 int thp_sysfs_set(const char *name, const char *val)

@@ -35,6 +35,7 @@ uint64_t thp_checksum(const void *addr, size_t len);
 long thp_anon_huge_kb(pid_t pid, const void *addr, size_t len);
 /* Huge pages (PMD-mapped) in the range: thp_anon_huge_kb / pmd size. */
 long thp_huge_pages(pid_t pid, const void *addr, size_t len);
+long thp_wait_huge(const void *addr, size_t len, long want, unsigned int ms);
 /* VM_NOHUGEPAGE ("nh" in VmFlags) on this process's VMA at @addr: 1, 0, -1. */
 int thp_vma_nohuge(const void *addr);
 /* Write THP_SYSFS/<name> (e.g. "khugepaged/scan_sleep_millisecs"). */

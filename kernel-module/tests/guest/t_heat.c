@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * t_heat: hot-page-aware splitting (split_order 2, tlbb_heat.c).
+ *
+ * This process holds 64 MiB of THP memory (32 huge pages on x86), filled
+ * with a pattern, cut into one VMA per huge page (MADV_DONTFORK on every
+ * other page, a flag nothing here uses) so /proc/self/smaps reports each
+ * page's AnonHugePages on its own. A thread keeps reading a known hot set of
+ * 8 huge pages scattered over the range, five of them in its upper half;
+ * the other 24 are never touched after the fill.
+ *
+ * Each round the reader also zaps 64 base pages of a scratch buffer: that
+ * flushes its TLB (more than 33 pages: a whole flush on x86), as the
+ * constant TLB turnover of a busy guest would. The module clears accessed
+ * bits without a flush (as the kernel's own aging does), so a process that
+ * kept 8 translations cached forever would look cold to it.
+ *
+ * Registered in balance mode with split_order = 2 (heat), sampled for a
+ * while without load (the heat of every page is known before the first
+ * split), then the paper's mcf refill shape is injected with floor_pages =
+ * 16 and step_pages = 16: N_hl drops 32 -> 16 in one decision. Expected:
+ * every hot page is still PMD-mapped, 16 huge pages in all (so 16 of the 24
+ * cold ones split), the checksum unchanged, and the sampler did its work
+ * within its budget.
+ *
+ * Control, the same run with split_order = 0 (address order, the highest
+ * 16 pages split): hot pages are split, which shows this test tells the
+ * orders apart. Then the sampling's cost: 512 MiB of THP memory in a
+ * second VM, ten ticks; the debugfs tick_cost file gives the time per slot
+ * visited, printed as a "# BENCH heat" line with the cost per tick per GiB
+ * (512 slots of 2 MiB, each visited twice a tick: clearing, then reading
+ * after heat_window_ms).
+ *
+ * tlbb-test-timeout: 240
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cfs.h"
+#include "tap.h"
+#include "thp.h"
+#include "util.h"
+
+#define VM		"heat"
+#define PAGES		32
+#define FLOOR		16
+#define NHOT		8
+#define SCRATCH		64		/* base pages zapped per round */
+#define MCF_HUGE	2180000		/* refills/s, huge group (paper) */
+#define MCF_SMALL	400
+#define COST		"/sys/kernel/debug/tlbbalance/tick_cost"
+
+/* scattered, five of them in the upper half address order splits first */
+static const int hot[NHOT] = { 2, 7, 12, 17, 20, 25, 28, 31 };
+
+static char *region;
+static size_t pmd, len;
+static int reading = 1;
+
+static int is_hot(int i)
+{
+	int k;
+
+	for (k = 0; k < NHOT; k++)
+		if (hot[k] == i)
+			return 1;
+	return 0;
+}
+
+static void *reader(void *arg)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE), off;
+	char *scratch = arg;
+	uint64_t sink = 0;
+	int k;
+
+	while (__atomic_load_n(&reading, __ATOMIC_RELAXED)) {
+		for (k = 0; k < NHOT; k++)
+			for (off = 0; off < pmd; off += psz)
+				sink += *(volatile uint64_t *)
+					(region + hot[k] * pmd + off);
+		for (k = 0; k < SCRATCH; k++)
+			scratch[k * psz] = 1;
+		madvise(scratch, SCRATCH * psz, MADV_DONTNEED);
+	}
+	return (void *)(uintptr_t)sink;
+}
+
+static long page_huge(int i)
+{
+	return thp_huge_pages(0, region + i * pmd, pmd);
+}
+
+static long wait_huge(long want, unsigned int ms)
+{
+	return thp_wait_huge(region, len, want, ms);
+}
+
+static uint64_t cost_field(const char *key)
+{
+	char buf[512], *p;
+	size_t klen = strlen(key);
+
+	if (file_read(COST, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (!strncmp(p, key, klen) && p[klen] == ' ')
+			return strtoull(p + klen + 1, NULL, 10);
+	return 0;
+}
+
+static void setup(void)
+{
+	int i;
+
+	tap_require(!thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10") &&
+		    !thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "10"),
+		    "khugepaged scans every 10 ms");
+	pmd = thp_pmd_size();
+	len = PAGES * pmd;
+	region = thp_alloc(len, 0, 1);
+	for (i = 1; i < PAGES; i += 2)
+		tap_require(!madvise(region + i * pmd, pmd, MADV_DONTFORK),
+			    "MADV_DONTFORK page %d: %s", i, strerror(errno));
+	thp_fill(region, len, 13);
+	tap_require(wait_huge(PAGES, 10000) == PAGES,
+		    "setup: %d huge pages back the region", PAGES);
+}
+
+/* Register in balance mode with @order (heat: sampled first), limit. */
+static void limit(int order, const char *what)
+{
+	uint64_t pmds0 = cost_field("heat_pmds"), pmds = pmds0;
+	int err, i, hot_huge = 0, cold_huge = 0;
+	double t0;
+	long huge;
+
+	tap_require(!tlbb_vm_create(VM), "%s: mkdir vms/" VM, what);
+	err = tlbb_set(VM, "pid", "%d\n", getpid());
+	err = err ?: tlbb_set(VM, "vcpu_tids", "%d\n", gettid());
+	err = err ?: tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", region,
+			      len);
+	err = err ?: tlbb_set_fast(VM, PAGES - FLOOR);
+	err = err ?: tlbb_set(VM, "floor_pages", "%d\n", FLOOR);
+	err = err ?: tlbb_set(VM, "split_order", "%d\n", order);
+	err = err ?: tlbb_set(VM, "mode", "balance\n");
+	tap_require(!err, "%s: register in balance mode, split_order %d: %s",
+		    what, order, strerror(-err));
+
+	if (order == 2) {
+		/*
+		 * ten samples of every slot (and their arms): the heat is
+		 * known; 20 ms ticks, 1 ms window (the default)
+		 */
+		t0 = tlbb_now_s();
+		while (pmds - pmds0 < 20 * PAGES && tlbb_now_s() - t0 < 20) {
+			tlbb_msleep(20);
+			pmds = cost_field("heat_pmds");
+		}
+		tap_ok(pmds - pmds0 >= 20 * PAGES,
+		       "%s: ten samples of each of the %d slots (%llu slot "
+		       "visits)", what, PAGES,
+		       (unsigned long long)(pmds - pmds0));
+	}
+
+	tap_require(!tlbb_inject(VM, MCF_HUGE, MCF_SMALL), "inject mcf load");
+	t0 = tlbb_now_s();
+	while (tlbb_get_u64(VM, "huge_limit") != FLOOR &&
+	       tlbb_now_s() - t0 < 20)
+		tlbb_msleep(20);
+	huge = wait_huge(FLOOR, 10000);
+	tap_ok(tlbb_get_u64(VM, "huge_limit") == FLOOR && huge == FLOOR,
+	       "%s: N_hl = %d and %ld huge pages in smaps", what, FLOOR, huge);
+	for (i = 0; i < PAGES; i++) {
+		if (page_huge(i) != 1)
+			continue;
+		if (is_hot(i))
+			hot_huge++;
+		else
+			cold_huge++;
+	}
+	tap_diag("%s: hot pages still huge %d of %d, cold %d of %d", what,
+		 hot_huge, NHOT, cold_huge, PAGES - NHOT);
+	if (order == 2) {
+		tap_ok(hot_huge == NHOT,
+		       "heat order: every hot page is still PMD-mapped (%d/%d)",
+		       hot_huge, NHOT);
+		tap_ok(cold_huge == FLOOR - NHOT,
+		       "heat order: only cold pages split (%d of %d cold left "
+		       "huge)", cold_huge, PAGES - NHOT);
+	} else {
+		tap_ok(hot_huge < NHOT,
+		       "address order splits hot pages (%d/%d left huge): the "
+		       "test tells the orders apart", hot_huge, NHOT);
+	}
+	tap_ok(!tlbb_inject_off(VM) && !tlbb_set(VM, "mode", "off\n") &&
+	       !tlbb_vm_remove(VM), "%s: mode off, rmdir", what);
+}
+
+/*
+ * The sampling's cost on 512 MiB of THP memory (256 slots, every one a
+ * huge PMD, all sampled each tick): a second VM in balance mode with
+ * split_order 2 and no load, ten ticks.
+ */
+static void bench(void)
+{
+	size_t blen = 256 * pmd, off;
+	uint64_t ns0, v0, ns, visits;
+	char *b = thp_alloc(blen, 0, 1);
+	double t0;
+	int err;
+
+	for (off = 0; off < blen; off += pmd)
+		b[off] = 1;
+	tap_diag("bench: %ld of 256 huge pages", thp_huge_pages(0, b, blen));
+	ns0 = cost_field("heat_ns");
+	v0 = cost_field("heat_pmds");
+	err = tlbb_vm_create("heatbench");
+	err = err ?: tlbb_set("heatbench", "pid", "%d\n", getpid());
+	err = err ?: tlbb_set("heatbench", "ranges", "%p 0x%zx 0x0\n", b,
+			      blen);
+	err = err ?: tlbb_set("heatbench", "interval_ms", "50\n");
+	err = err ?: tlbb_set("heatbench", "split_order", "2\n");
+	err = err ?: tlbb_set("heatbench", "mode", "balance\n");
+	tap_require(!err, "bench: register 512 MiB: %s", strerror(-err));
+	t0 = tlbb_now_s();
+	while (cost_field("heat_pmds") - v0 < 10 * 2 * 256 &&
+	       tlbb_now_s() - t0 < 30)
+		tlbb_msleep(50);
+	ns = cost_field("heat_ns") - ns0;
+	visits = cost_field("heat_pmds") - v0;
+	tap_ok(visits >= 10 * 2 * 256 && !tlbb_set("heatbench", "mode",
+						       "off\n") &&
+	       !tlbb_vm_remove("heatbench"),
+	       "bench: ten ticks sampled 256 huge pages (%llu visits)",
+	       (unsigned long long)visits);
+	/* a tick visits each sampled slot twice: clearing and reading */
+	if (visits)
+		tap_diag("BENCH heat ns_per_slot_visit %llu ns_per_tick_per_gib "
+			 "%llu (512 slots, two visits each; TCG guest: "
+			 "emulated, not native speed)",
+			 (unsigned long long)(ns / visits),
+			 (unsigned long long)(ns * 1024 / visits));
+	thp_free(b, blen);
+}
+
+int main(void)
+{
+	size_t psz = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t sum0, ns, pmds;
+	char *scratch;
+	pthread_t th;
+	long huge;
+
+	setup();
+	sum0 = thp_checksum(region, len);
+	scratch = mmap(NULL, SCRATCH * psz, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	tap_require(scratch != MAP_FAILED, "mmap scratch");
+	tap_require(!pthread_create(&th, NULL, reader, scratch),
+		    "start the reader of the hot set");
+	tap_require(!file_printf(COST, "0\n"), "reset tick_cost");
+
+	limit(2, "heat");
+	ns = cost_field("heat_ns");
+	pmds = cost_field("heat_pmds");
+
+	huge = wait_huge(PAGES, 20000);
+	tap_ok(huge == PAGES, "mode off: all %d huge pages return (%ld)",
+	       PAGES, huge);
+	limit(0, "address");
+
+	__atomic_store_n(&reading, 0, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	tap_ok(thp_checksum(region, len) == sum0,
+	       "checksum of the region unchanged");
+	tap_ok(pmds > 0, "the sampler ran (%llu slot visits in %llu ns)",
+	       (unsigned long long)pmds, (unsigned long long)ns);
+	bench();
+	return tap_done();
+}

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Heat of a VM's huge pages, for the limiter's split order (split_order 2):
+ * which PMD-mapped huge pages of the registered ranges the process uses,
+ * from the page tables' accessed bits.
+ *
+ * One byte per huge-page slot of the ranges (slots numbered range by range,
+ * low address first, as tlbb_thp_total_pages() counts them) holds the last
+ * eight samples of that slot's accessed bit, newest in the top bit: a slot
+ * used at every sample reads 255, one never used 0, and the value orders
+ * slots by how often and how recently they were used.
+ *
+ * Sampling is bounded: each tick visits heat_scan_pmds slots (default 512,
+ * 1 GiB of 2 MiB pages) from a cursor that wraps round the ranges, so a
+ * slot is sampled once every total_pages / heat_scan_pmds ticks and a tick
+ * never costs more than the budget, however large the VM. A visit shifts
+ * the slot's byte right and, if a huge PMD maps the slot, tests and clears
+ * its accessed bit under the PMD lock (the kernel's own
+ * pmdp_test_and_clear_young(): not exported on x86, so the same atomic bit
+ * operation here) and sets the top bit if it was set.
+ *
+ * The window: over a whole tick (100 ms) nearly every page a busy guest
+ * has is used at least once, and one bit per sample cannot tell the hot
+ * from the merely warm. So the tick first clears the bits of the slots it
+ * will sample (a first bounded pass), sleeps heat_window_ms (default 1),
+ * then samples them: a sample says "used in that millisecond", which the
+ * hot pages are and the warm ones mostly are not (the simulator's
+ * comparison in docs/simulator.md: 5 ms already blurs them on GS464V's
+ * 32 MiB pages).
+ *
+ * The TLB is not flushed (as the kernel's aging of anonymous pages does
+ * not): a page whose translation stays cached between the two passes is
+ * seen cold for that sample, a page used now and then is seen by its next
+ * TLB refill.
+ *
+ * What it cannot see: accesses that do not go through this page table.
+ * KVM guests running on two-stage translation touch guest RAM through the
+ * stage-2 (NPT/EPT) tables, whose accessed bits only reach the host's
+ * through mmu_notifier_clear_young(), not exported to modules; for them
+ * only the pages KVM faulted in since the last sample are seen young.
+ * Slots that are not huge are aged but not sampled: restoring is
+ * khugepaged's work once the hold is lifted (tlbb_thp.c), in its order.
+ */
+#include <linux/delay.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/pgtable.h>
+#include <linux/slab.h>
+
+#include "tlbb.h"
+#include "tlbb_compat.h"
+
+void tlbb_heat_free(struct tlbb_vm *vm)
+{
+	kvfree(vm->heat.heat);
+	vm->heat.heat = NULL;
+	vm->heat.nslots = 0;
+	vm->heat.cursor = 0;
+}
+
+/* The heat bytes for the current ranges, allocated on first use; or NULL. */
+static u8 *tlbb_heat_get(struct tlbb_vm *vm)
+{
+	u64 n = tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
+
+	if (vm->heat.heat && vm->heat.nslots == n)
+		return vm->heat.heat;
+	tlbb_heat_free(vm);
+	if (!n)
+		return NULL;
+	vm->heat.heat = kvzalloc(n, GFP_KERNEL);
+	if (vm->heat.heat)
+		vm->heat.nslots = n;
+	return vm->heat.heat;
+}
+
+/* Slot @slot's address; its range's end in *@end. */
+static unsigned long tlbb_heat_slot_addr(struct tlbb_vm *vm, u64 slot,
+					 unsigned long *end)
+{
+	unsigned int i;
+
+	for (i = 0; i < vm->nr_ranges; i++) {
+		const struct tlbb_range *r = &vm->ranges[i];
+		unsigned long start = ALIGN(r->hva, PMD_SIZE);
+		unsigned long stop = ALIGN_DOWN(r->hva + r->len, PMD_SIZE);
+		u64 n = stop > start ? (stop - start) >> PMD_SHIFT : 0;
+
+		if (slot < n) {
+			*end = stop;
+			return start + (slot << PMD_SHIFT);
+		}
+		slot -= n;
+	}
+	*end = 0;
+	return 0;
+}
+
+/*
+ * Test and clear the accessed bit of the huge PMD mapping @addr in @mm, if
+ * a huge PMD of an anonymous VMA maps it: 1 young, 0 old, -1 not huge.
+ * *@vmap caches the last VMA found (NULL at first). mmap read lock held.
+ */
+static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr,
+			   struct vm_area_struct **vmap)
+{
+	struct vm_area_struct *vma = *vmap;
+	spinlock_t *ptl;
+	pud_t *pud;
+	pmd_t *pmd;
+	int ret = -1;
+
+	if (tlbb_thp_empty_block(mm, addr, &pud))
+		return -1;
+	pmd = pmd_offset(pud, addr);
+	if (!pmd_trans_huge(tlbb_pmd_read(pmd)))
+		return -1;
+	if (!vma || vma->vm_start > addr || vma->vm_end < addr + PMD_SIZE)
+		*vmap = vma = find_vma(mm, addr);
+	if (!vma || vma->vm_start > addr || vma->vm_end < addr + PMD_SIZE ||
+	    !vma_is_anonymous(vma))
+		return -1;
+	ptl = pmd_lock(mm, pmd);
+	if (pmd_present(*pmd) && pmd_trans_huge(*pmd))
+		ret = tlbb_pmdp_test_and_clear_young(vma, addr, pmd);
+	spin_unlock(ptl);
+	return ret;
+}
+
+/*
+ * Visit the next @budget slots from the cursor: test and clear each
+ * huge PMD's accessed bit; with @record, shift the result into the slot's
+ * heat and move the cursor on (a sample), else only clear (arm the window
+ * the next sample looks at). Stops early when a writer waits for the mmap
+ * lock. Returns the slots visited. vm->lock held.
+ */
+static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
+			  bool record, u64 budget)
+{
+	u64 done = 0, t0 = ktime_get_ns();
+	struct vm_area_struct *vma = NULL;
+	struct tlbb_heat *h = &vm->heat;
+	unsigned long addr, end = 0;
+	u8 *heat = tlbb_heat_get(vm);
+	u64 slot;
+
+	if (!heat || mmap_read_lock_killable(mm))
+		return 0;
+	if (h->cursor >= h->nslots)
+		h->cursor = 0;
+	slot = h->cursor;
+	addr = tlbb_heat_slot_addr(vm, slot, &end);
+	for (; done < budget && done < h->nslots; done++) {
+		int young;
+
+		if (done && !(done & 63) &&
+		    (mmap_lock_is_contended(mm) || need_resched()))
+			break;
+		young = tlbb_heat_young(mm, addr, &vma);
+		if (record)
+			heat[slot] = (heat[slot] >> 1) | (young > 0 ? 0x80 : 0);
+		if (++slot == h->nslots)
+			slot = 0;
+		addr += PMD_SIZE;
+		if (addr >= end || !slot)
+			addr = tlbb_heat_slot_addr(vm, slot, &end);
+	}
+	mmap_read_unlock(mm);
+	if (record) {
+		h->cursor = slot;
+		h->sampled += done;
+	}
+	tlbb_debugfs_account_heat(ktime_get_ns() - t0, done);
+	return done;
+}
+
+/*
+ * The tick's sample of the next heat_scan_pmds slots: with a window
+ * (heat_window_ms, below interval_ms), clear their bits, sleep the window
+ * (no mmap lock held; vm->lock is, so attribute access waits that long),
+ * then read them; else read what the whole time since their last sample
+ * set.
+ */
+void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm)
+{
+	const struct tlbb_params *p = &vm->params;
+	u64 budget = p->heat_scan_pmds;
+
+	if (p->heat_window_ms && p->heat_window_ms < p->interval_ms) {
+		unsigned long us = p->heat_window_ms * USEC_PER_MSEC;
+
+		/* sample no more than were cleared: the same window each */
+		budget = tlbb_heat_walk(vm, mm, false, budget);
+		if (!budget)
+			return;
+		usleep_range(us, us + us / 4);
+	}
+	tlbb_heat_walk(vm, mm, true, budget);
+}
+
+/* Heat of slot @slot, or 0 (cold) without a sample of it. */
+u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot)
+{
+	if (!vm->heat.heat || slot >= vm->heat.nslots)
+		return 0;
+	return vm->heat.heat[slot];
+}
