@@ -24,7 +24,8 @@ never touched:
   ``hooks/`` and ``qemu/`` (domains, networks, autostart links); the
   tlbbalance hook, if asked for, is installed in the PRIVATE
   ``/etc/libvirt/hooks/qemu.d/tlbbalance`` (:attr:`hook_path` is where
-  that file is seen from the host);
+  that file is seen from the host), its settings file in
+  ``<workdir>/etc/tlbbalance/hook.conf`` (:attr:`hook_conf`);
 - a mount point missing on the host (``/run/libvirt`` when no libvirtd
   ever ran) is made inside an overlay of its parent (upper layer in
   ``<workdir>/ns``) that exists in the namespace only;
@@ -191,6 +192,9 @@ class LibvirtHost:
         self.sock = self.path('/run/libvirt/libvirt-sock')
         self.uri = 'qemu+unix:///system?socket=%s' % self.sock
         self.hook_path = self.path(HOOK_IN_NS)
+        # the hook's settings file, in the workdir (the host's
+        # /etc/tlbbalance/hook.conf is never touched)
+        self.hook_conf = self.path('/etc/tlbbalance/hook.conf')
         self.holder = None          # subprocess.Popen of the holder
         self.ns = None              # 'mnt:[inode]' of the namespace
         self.pids = {}              # daemon name -> pid
@@ -232,7 +236,7 @@ class LibvirtHost:
             if self.hook:
                 from nova_tlbbalance.hook import install
                 install.install(self.hook_path, self.python,
-                                self.hook_settings)
+                                self.hook_settings, conf=self.hook_conf)
             self._seed_caps()
             self._start_daemon('virtlogd')
             self._start_daemon('libvirtd')

@@ -4,6 +4,7 @@ import signal
 import time
 
 from nova_tlbbalance.hook.config import Config
+from nova_tlbbalance.hook.config import ConfigError
 from nova_tlbbalance.hook.log import Log
 
 
@@ -19,10 +20,13 @@ def _alarm(signum, frame):
     raise HookTimeout()
 
 
-def setup():
+def setup(conf=None):
+    """(settings, log) for a phase; conf: the hook.conf the installed hook
+    names. A bad setting is logged and the defaults are used: a typo in
+    the file never breaks a VM's lifecycle."""
     try:
-        config = Config.from_env()
-    except ValueError as exc:
+        config = Config.load(conf)
+    except ConfigError as exc:
         config = Config()
         Log(config)('err', 'bad hook setting, using defaults: %s' % exc)
     return config, Log(config)

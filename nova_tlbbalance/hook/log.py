@@ -2,7 +2,7 @@
 
 Every phase ends with one record carrying its duration, so the time a hook
 adds to a VM's lifecycle is visible in the host log (and, with
-TLBB_HOOK_LOG, machine-readable for tests and benchmarks).
+the ``log_file`` setting, machine-readable for tests and benchmarks).
 
 The syslog summary is logfmt: ``key=value`` pairs separated by spaces, in
 key order; a value that is empty or holds a space, ``"``, ``=``, a
@@ -14,10 +14,8 @@ characters, each field of the JSON record too: a bad value of a megabyte
 in a domain's XML never makes a megabyte of log.
 """
 
-import json
 import os
 import re
-import socket
 import sys
 import time
 
@@ -44,7 +42,12 @@ def summary_level(fields):
 
 def _value(v):
     text = str(v)
-    return text if _BARE.match(text) else json.dumps(text)
+    if _BARE.match(text):
+        return text
+    # what json.dumps(text) gives, without importing json (its decoder,
+    # scanner and their regular expressions) on the hook's start-up
+    from _json import encode_basestring_ascii
+    return encode_basestring_ascii(text)
 
 
 def format_summary(fields):
@@ -54,6 +57,7 @@ def format_summary(fields):
 
 def parse_summary(line):
     """The fields of a summary line (all values as strings)."""
+    import json
     return {k: json.loads(v) if v.startswith('"') else v
             for k, v in _PAIR.findall(line)}
 
@@ -63,8 +67,11 @@ class Log:
         self.config = config
         self._sock = None
         if config.syslog:
+            # _socket, not socket: the hook's start-up skips socket.py's
+            # imports (selectors, enum classes); a datagram is all it sends
+            import _socket
             try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
                 s.connect(config.syslog)
                 self._sock = s
             except OSError:
@@ -83,13 +90,15 @@ class Log:
             sys.stderr.write(line + '\n')
 
     def record(self, **fields):
-        """One JSON line to TLBB_HOOK_LOG (if set) and a syslog summary."""
+        """One JSON line to the log_file setting (if set) and a syslog
+        summary."""
         fields.setdefault('time', time.time())
         for k, v in fields.items():
             if isinstance(v, str):
                 fields[k] = clip(v)
         self(summary_level(fields), format_summary(fields))
         if self.config.log_file:
+            import json
             try:
                 with open(self.config.log_file, 'a') as f:
                     f.write(json.dumps(fields, sort_keys=True) + '\n')

@@ -6,6 +6,10 @@ with the domain XML on stdin. ``migrate`` and ``restore`` must print the
 prints nothing. A domain whose XML lacks the tlbbalance namespace is left
 alone after one substring search, before anything else is imported; so is
 the ``start`` phase (nothing to do between prepare and started).
+
+With the ``background`` setting, ``prepare`` and ``started`` of a domain
+whose policy cannot be strict run in a detached child (:mod:`.detach`):
+libvirt goes on at once; ``stopped``/``release`` wait for that child.
 """
 
 import sys
@@ -15,9 +19,12 @@ NS = b'http://openstack.org/xmlns/tlbbalance/1.0'
 PASS_THROUGH = ('migrate', 'restore')
 STARTUP = ('prepare', 'started', 'reconnect')     # hook.phases
 TEARDOWN = ('stopped', 'release')                  # hook.teardown
+BACKGROUND = ('prepare', 'started')
 
 
-def main(argv=None, stdin=None, stdout=None):
+def main(argv=None, stdin=None, stdout=None, conf=None):
+    """conf: the hook.conf to read (the installed hook names it; None:
+    /etc/tlbbalance/hook.conf)."""
     t0 = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     stdin = sys.stdin.buffer if stdin is None else stdin
@@ -34,12 +41,39 @@ def main(argv=None, stdin=None, stdout=None):
         return 0
     if NS not in data:
         return 0
+    try:
+        return _dispatch(name, op, sub, data, t0, conf)
+    except Exception as exc:
+        # A broken installation (a module that no longer imports, a bug
+        # before a phase's own guard): never take every VM down with it.
+        # Only a tagged domain that asked for strict mode is refused.
+        sys.stderr.write('tlbbalance hook: internal error in %s %s (%s: '
+                         '%s); domain left unmanaged\n'
+                         % (op, sub, type(exc).__name__, exc))
+        return 1 if op in ('prepare', 'started') and looks_strict(data) \
+            else 0
+
+
+def looks_strict(data):
+    """The template's own test (libvirt-hooks/tlbbalance) when nothing
+    else can be trusted."""
+    return b'strict="true"' in data or b"strict='true'" in data
+
+
+def _dispatch(name, op, sub, data, t0, conf):
     if op in TEARDOWN:
         from nova_tlbbalance.hook import teardown
-        return teardown.run(name, op, sub, data, t0)
+        return teardown.run(name, op, sub, data, t0, conf)
     if op in STARTUP:
+        where = None
+        if op in BACKGROUND:
+            from nova_tlbbalance.hook import detach
+            where = detach.to_background(name, op, data, conf)
+            if where == 'parent':
+                return 0            # libvirt goes on; the child works
         from nova_tlbbalance.hook import phases
-        return phases.run(name, op, sub, data, t0)
+        return phases.run(name, op, sub, data, t0, conf,
+                          background=where == 'child')
     return 0
 
 

@@ -10,30 +10,31 @@ none of the policy and probe imports.)
 
 A problem is logged and the VM goes on, unless the policy is strict: then
 the phase exits 1 and libvirt fails the start with our message. Each phase
-runs under a hard timer (TLBB_HOOK_TIMEOUT).
+runs under a hard timer (the ``timeout`` setting, hook.conf).
 """
 
 import os
 import sys
 import time
 
-from nova_tlbbalance import hostfacts
-from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
-from nova_tlbbalance import preconditions
 from nova_tlbbalance.hook.common import Failure
 from nova_tlbbalance.hook.common import bounded
 from nova_tlbbalance.hook.common import ms as _ms
 from nova_tlbbalance.hook.common import setup
 from nova_tlbbalance.probes import domxml
-from nova_tlbbalance.probes import memmap
-from nova_tlbbalance.probes import proc
 from nova_tlbbalance.shown import clip
 from nova_tlbbalance.shown import shown
 
+# Each phase is a process of its own, on the critical path of `virsh
+# start`: a phase imports what it uses (prepare: preconditions; started:
+# hostfacts, proc, memmap, modclient), in the function, not here.
 
-def run(name, op, sub, data, t0):
-    config, log = setup()
+
+def run(name, op, sub, data, t0, conf=None, background=False):
+    """background: in the detached child (hook.detach); said in the
+    record."""
+    config, log = setup(conf)
     try:
         pol = policy_mod.Policy.from_domain_xml(data)
         dom = domxml.parse(data) if pol is not None else None
@@ -44,7 +45,7 @@ def run(name, op, sub, data, t0):
         return 0
     if pol is None:
         return 0
-    extra = {}
+    extra = {'background': True} if background else {}
     t1 = time.monotonic()
     result, failed = bounded(config.timeout, HANDLERS[op], dom, pol, config,
                              log, extra)
@@ -61,6 +62,7 @@ def run(name, op, sub, data, t0):
 # -- prepare --------------------------------------------------------------
 
 def prepare(dom, pol, config, log, extra):
+    from nova_tlbbalance import preconditions
     try:
         return preconditions.memory(dom, pol, config.sys, config.proc)
     except preconditions.Unmet as exc:
@@ -73,6 +75,7 @@ def scope_problem(scope, allowed, topo):
     """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
     'cluster') on the host topology ``topo``, or None when they keep to one.
     """
+    from nova_tlbbalance import hostfacts
     count = hostfacts.span(allowed, topo)[
         'dies' if scope == 'die' else 'clusters']
     if count > 1:
@@ -84,6 +87,9 @@ def scope_problem(scope, allowed, topo):
 
 def inspect(dom, pol, config):
     """(pid, vcpu threads, ranges, problems) of the running domain."""
+    from nova_tlbbalance import hostfacts
+    from nova_tlbbalance.probes import memmap
+    from nova_tlbbalance.probes import proc
     pid = proc.qemu_pid(dom.name, config.run_dir)
     threads = proc.vcpu_threads(pid, config.proc)
     if not threads:
@@ -116,6 +122,7 @@ def inspect(dom, pol, config):
 
 
 def _module_absent(config, log):
+    from nova_tlbbalance import modclient
     marker = os.path.join(config.state_dir, 'module-absent-logged')
     if os.path.exists(marker):
         return
@@ -130,6 +137,7 @@ def _module_absent(config, log):
 
 
 def started(dom, pol, config, log, extra, reconnect=False):
+    from nova_tlbbalance import modclient
     pid, threads, ranges, problems = inspect(dom, pol, config)
     extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
     for p in problems:
@@ -141,6 +149,7 @@ def started(dom, pol, config, log, extra, reconnect=False):
         _module_absent(config, log)
         if pol.strict:
             # the driver plugin checks the same before the start
+            from nova_tlbbalance import preconditions
             try:
                 preconditions.module(pol, config.configfs)
             except preconditions.Unmet as exc:

@@ -8,6 +8,7 @@ directory is named from the domain name or UUID). These phases never fail.
 import re
 
 from nova_tlbbalance import modclient
+from nova_tlbbalance.hook import detach
 from nova_tlbbalance.hook.common import bounded
 from nova_tlbbalance.hook.common import ms
 from nova_tlbbalance.hook.common import setup
@@ -37,12 +38,14 @@ def _vm(name, data):
     return modclient.vm_dir_name(name, m.group(1).decode() if m else None)
 
 
-def run(name, op, sub, data, t0):
-    config, log = setup()
+def run(name, op, sub, data, t0, conf=None):
+    config, log = setup(conf)
     client = modclient.Client(config.configfs)
     func = stopped if op == 'stopped' else release
 
     def phase():
+        # a background `started` of this domain finishes first
+        detach.wait_pending(config.state_dir, name)
         return func(client, _vm(name, data), log)
     result, _ = bounded(config.timeout, phase)
     log.record(domain=name, phase=op, sub=sub, rc=0, result=result,

@@ -12,8 +12,9 @@ The stages run in order and each needs the previous one:
 
 1. first rollout: everything installed, restarts run, traits written;
 2. second run: changed=0 on every host, nothing restarted;
-3. drift: a hand-edited nova.conf fragment (h2) and a removed hook (h3)
-   are put back; only nova-compute on h2 and libvirtd on h3 restart;
+3. drift: a hand-edited nova.conf fragment (h2), a removed hook (h3) and
+   a hand-edited hook.conf (h1) are put back; only nova-compute on h2 and
+   libvirtd on h3 restart (the hook reads its settings at every run);
 4. a release whose module does not build on qnode (batch 2): the rollout
    stops there naming qnode and the compiler error; h1 (batch 1, done)
    keeps working, h2 and h3 (batch 3) are not touched, qnode keeps the
@@ -39,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CONF = '/etc/nova/nova.conf.d/50-tlbbalance.conf'
 HOOK = '/etc/libvirt/hooks/qemu.d/tlbbalance'
+HOOK_CONF = '/etc/tlbbalance/hook.conf'
 PROVIDER = '/etc/nova/provider_config/tlbbalance.yaml'
 RESTARTS = '/run/fleet-restarts'
 # One playbook run's bound: the slowest is a DKMS build inside the TCG
@@ -86,7 +88,7 @@ def rollout(fleet):
         'tlbbalance_restart': 'command',
         'tlbbalance_restart_libvirtd_cmd': log % 'libvirtd',
         'tlbbalance_restart_nova_compute_cmd': log % 'nova-compute',
-        'tlbbalance_hook_args': '--log-file /run/tlbbalance-hook.log',
+        'tlbbalance_hook_settings': {'log_file': '/run/tlbbalance-hook.log'},
     }
     ns_vars = {
         'tlbbalance_package_install': 'pip',
@@ -168,6 +170,8 @@ def test_1_first_rollout(fleet, rollout):
         assert ok(res, host)['changed'] >= 3
         assert restarts(fleet, host) == ['libvirtd', 'nova-compute'], host
         assert hook_works(fleet, host), host
+        assert 'log_file = /run/tlbbalance-hook.log\n' in \
+            cat(fleet, host, HOOK_CONF), host
         conf = cat(fleet, host, CONF)
         assert 'compute_driver = tlbbalance.TLBBalanceLibvirtDriver' in conf
         assert 'provider_config_location = /etc/nova/provider_config' in conf
@@ -209,19 +213,22 @@ def test_2_second_run_changes_nothing(fleet, rollout):
 
 def test_3_drift_is_put_back(fleet, rollout):
     assert STATE['second run'].rc == 0, 'the second run failed'
-    h2, h3 = fleet.hosts[1], fleet.hosts[2]
+    h1, h2, h3 = fleet.hosts[0], fleet.hosts[1], fleet.hosts[2]
     good = cat(fleet, 'h2', CONF)
+    good_hook_conf = cat(fleet, 'h1', HOOK_CONF)
+    h1.sh("sed -i 's/^log_file = .*/timeout = 3/' %s" % HOOK_CONF)
     h2.sh("sed -i 's/default_mode = monitor/default_mode = balance/' %s"
           % CONF)
     h3.sh('rm %s' % HOOK)
     before = {h: restarts(fleet, h) for h in ALL}
     res = run(fleet, 'drift run')
     assert res.rc == 0, res.out[-5000:]
-    ok(res, 'h1', changed=0)
+    ok(res, 'h1', changed=1)        # hook.conf, and no restart
     ok(res, 'qnode', changed=0)
     ok(res, 'h2', changed=2)        # the fragment + nova-compute restart
     ok(res, 'h3', changed=2)        # the hook + libvirtd restart
     assert cat(fleet, 'h2', CONF) == good
+    assert cat(fleet, 'h1', HOOK_CONF) == good_hook_conf
     assert hook_works(fleet, 'h3')
     assert restarts(fleet, 'h2') == before['h2'] + ['nova-compute']
     assert restarts(fleet, 'h3') == before['h3'] + ['libvirtd']

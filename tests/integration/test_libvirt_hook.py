@@ -361,3 +361,52 @@ def test_exporter(host, vm):
     finally:
         srv.terminate()
         srv.wait(10)
+
+
+def test_settings_file_and_background_under_real_libvirtd(host):
+    """The hook reads hook.conf at every run (no libvirtd restart): with
+    background = true a tagged domain's prepare and started run in a
+    detached child, the VM starts, and a destroy right after start still
+    runs stopped and release after the background started."""
+    with open(host.hook_conf) as f:
+        saved = f.read()
+    name = 'tlbbit-background'
+    try:
+        with open(host.hook_conf, 'a') as f:
+            f.write('background = true\n')
+        host.define(driver_xml(name, {'tlbbalance:mode': 'monitor'},
+                               memory_mib=64), name)
+        host.start_domain(name)
+        for phase in ('prepare', 'started'):
+            rec = wait_hook(host, name, phase)
+            assert rec.get('background') is True, rec
+            assert rec['rc'] == 0, rec
+        assert rec['result'].startswith(
+            'registered' if MODULE_LOADED else 'module absent'), rec
+        host.destroy(name)
+        check_hook_phases(host, name, ('stopped', 'release'))
+        # a destroy right after the start races the background `started`
+        # (which may then find QEMU already gone): stopped runs after it
+        host.start_domain(name)
+        host.destroy(name)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            order = [r['phase'] for r in hook_records(host, name)]
+            if order.count('release') == 2:
+                break
+            time.sleep(0.1)
+        assert order.count('started') == 2 and order.count('release') == 2
+        last = len(order) - 1 - order[::-1].index('started')
+        assert order[last:] == ['started', 'stopped', 'release'], order
+    finally:
+        with open(host.hook_conf, 'w') as f:
+            f.write(saved)
+    # the file is read again: back in the foreground
+    name2 = 'tlbbit-foreground'
+    host.define(driver_xml(name2, {'tlbbalance:mode': 'monitor'},
+                           memory_mib=64), name2)
+    host.start_domain(name2)
+    try:
+        assert 'background' not in wait_hook(host, name2, 'started')
+    finally:
+        host.destroy(name2)

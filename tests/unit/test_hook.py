@@ -22,6 +22,7 @@ from nova_tlbbalance.hook import log
 from nova_tlbbalance.hook import main as hook_main
 from nova_tlbbalance.hook import phases
 from nova_tlbbalance import module_defs
+from nova_tlbbalance.probes import proc
 
 MiB = 1 << 20
 PID = 4321
@@ -79,11 +80,13 @@ def fake(tmp_path, monkeypatch):
     fake.maps((128, 128))
     cfs = tmp_path / 'configfs'
     log = tmp_path / 'hook.jsonl'
-    for k, v in (('TLBB_PROC', p), ('TLBB_SYS', s), ('TLBB_LIBVIRT_RUN', run),
-                 ('TLBB_CONFIGFS', str(cfs)), ('TLBB_HOOK_LOG', str(log)),
-                 ('TLBB_SYSLOG', ''),
-                 ('TLBB_STATE_DIR', str(tmp_path / 'state'))):
-        monkeypatch.setenv(k, v)
+    # the settings through the environment (docs/hook.md), and no
+    # settings file: the host's /etc/tlbbalance/hook.conf is never read
+    for k, v in (('PROC', p), ('SYS', s), ('RUN_DIR', run),
+                 ('CONFIGFS', str(cfs)), ('LOG_FILE', str(log)),
+                 ('SYSLOG', ''), ('STATE_DIR', str(tmp_path / 'state')),
+                 ('CONF', str(tmp_path / 'no-hook.conf'))):
+        monkeypatch.setenv('TLBB_HOOK_' + k, v)
     fake.cfs = cfs
     fake.tmp = tmp_path
     fake.records = lambda: [json.loads(x) for x in log.read_text().split(
@@ -191,8 +194,8 @@ def test_misaligned(fake, capsys):
 
 def test_tlbi_scope_checked(fake, monkeypatch):
     load_module(fake)
-    monkeypatch.setattr(phases.proc, 'affinity', lambda tid: (0, 5))
-    s = os.environ['TLBB_SYS']
+    monkeypatch.setattr(proc, 'affinity', lambda tid: (0, 5))
+    s = os.environ['TLBB_HOOK_SYS']
     for cpu in range(8):
         base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
         write(base + 'physical_package_id', '0')
@@ -238,17 +241,22 @@ def test_bad_policy_and_bad_setting_never_block(fake, monkeypatch, capsys):
     assert "'turbo'" in fake.records()[-1]['result']
     monkeypatch.setenv('TLBB_HOOK_TIMEOUT', 'soon')
     assert run('prepare', domain())[0] == 0
-    assert "TLBB_HOOK_TIMEOUT='soon'" in capsys.readouterr().err
+    assert "$TLBB_HOOK_TIMEOUT: timeout = 'soon': not a number" in \
+        capsys.readouterr().err
     assert run('start', domain())[0] == 0      # no-op phase: fast path
 
 
 def test_installed_hook_runs(tmp_path):
     dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    conf = str(tmp_path / 'hook.conf')
     install.install(dest, sys.executable,
-                    {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')})
+                    {'timeout': 3, 'log_file': str(tmp_path / 'l.jsonl')},
+                    conf=conf)
     text = open(dest).read()
-    assert text.startswith('#!%s -S\n' % sys.executable)
-    assert "os.environ.setdefault('TLBB_HOOK_TIMEOUT', '3')" in text
+    assert text.startswith('#!%s -IS\n' % sys.executable)
+    assert 'CONF = %r\n' % conf in text
+    assert 'TLBB_HOOK_TIMEOUT' not in text and 'environ' not in text
+    assert 'timeout = 3\n' in open(conf).read()
     assert os.access(dest, os.X_OK)
     xml = domain()
     p = subprocess.run([dest, 'vm1', 'migrate', 'begin', '-'], input=xml,
@@ -263,24 +271,32 @@ def test_install_rewrites_only_a_changed_hook(tmp_path, capsys):
     installer says "installed" or "unchanged" and leaves an identical,
     executable hook alone (same inode, same mtime)."""
     dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
-    argv = ['--dest', dest, '--python', sys.executable, '--timeout', '3']
+    conf = str(tmp_path / 'hook.conf')
+    argv = ['--dest', dest, '--python', sys.executable, '--config', conf,
+            '--timeout', '3']
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'installed %s\n' % dest
+    assert capsys.readouterr().out == 'installed %s\nsettings written %s\n' \
+        % (dest, conf)
     st = os.stat(dest)
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'unchanged %s\n' % dest
+    assert capsys.readouterr().out == 'unchanged %s\nsettings unchanged %s\n' \
+        % (dest, conf)
     assert (os.stat(dest).st_ino, os.stat(dest).st_mtime_ns) == \
         (st.st_ino, st.st_mtime_ns)
     with open(dest, 'a') as f:           # hand-edited: put back
         f.write('# edited\n')
     assert install.main(argv) == 0
-    assert capsys.readouterr().out == 'installed %s\n' % dest
+    assert capsys.readouterr().out.startswith('installed %s\n' % dest)
     os.chmod(dest, 0o644)                # not executable: put back
     assert install.main(argv) == 0
     assert capsys.readouterr().out.startswith('installed ')
     assert os.access(dest, os.X_OK)
-    assert install.main(argv[:-1] + ['4']) == 0     # other settings
-    assert capsys.readouterr().out.startswith('installed ')
+    # other settings: the file changes, the hook does not (no libvirtd
+    # restart for a setting)
+    assert install.main(argv[:-1] + ['4']) == 0
+    assert capsys.readouterr().out == 'unchanged %s\nsettings written %s\n' \
+        % (dest, conf)
+    assert 'timeout = 4\n' in open(conf).read()
 
 
 def test_teardown_path_is_light(fake):
@@ -301,7 +317,7 @@ def test_installed_hook_without_package_never_blocks(tmp_path):
     dest = str(tmp_path / 'tlbbalance')
     with open(install.template_path()) as f:
         text = install.render(f.read(), sys.executable, str(tmp_path / 'x'),
-                              {})
+                              None)
     with open(dest, 'w') as f:
         f.write(text)
     os.chmod(dest, 0o755)
@@ -330,7 +346,7 @@ def syslog(fake, monkeypatch):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     s.bind(path)
     s.setblocking(False)
-    monkeypatch.setenv('TLBB_SYSLOG', path)
+    monkeypatch.setenv('TLBB_HOOK_SYSLOG', path)
 
     def received():
         out = []
@@ -401,7 +417,7 @@ def test_summary_line_is_quoted(fake, syslog):
     """Values with spaces, quotes, '=' read back as one
     field each."""
     name = 'my vm x=1 "q" \\ end'
-    write('%s/%s.pid' % (os.environ['TLBB_LIBVIRT_RUN'],
+    write('%s/%s.pid' % (os.environ['TLBB_HOOK_RUN_DIR'],
                          name.replace('"', '&quot;')), str(PID))
     xml = domain().replace(b'<name>vm1</name>',
                            b'<name>my vm x=1 &quot;q&quot; \\ end</name>')
@@ -422,3 +438,144 @@ def test_summary_line_is_quoted(fake, syslog):
                                'time': 1}) == 'a="b c" d=e f="" g="x\\ny"'
     assert log.parse_summary('a="b c" d=e f="" g="x\\ny"') == {
         'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny'}
+
+
+def test_startup_phases_import_what_they_use(fake, monkeypatch):
+    """Each phase is a process on the critical path of `virsh start`:
+    prepare imports no RAM-map, topology or JSON code, nor socket.py."""
+    monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["vm1", "prepare", "begin", "-"], io.BytesIO(%r),'
+            ' io.BytesIO()); print(rc, sorted(sys.modules))' % domain())
+    out = subprocess.run([sys.executable, '-c', code],
+                         capture_output=True, text=True,
+                         check=True).stdout.split(' ', 1)
+    assert out[0] == '0'
+    for heavy in ('nova_tlbbalance.probes.memmap', 'json', 'socket',
+                  'nova_tlbbalance.probes.topology'):
+        assert "'%s'" % heavy not in out[1], heavy
+
+
+def installed(fake, tmp_path, **settings):
+    """The hook installed as libvirtd runs it, settings in its file; the
+    fake fixture's environment points it at the fake trees."""
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    install.install(dest, sys.executable, settings,
+                    conf=str(tmp_path / 'hook.conf'))
+    env = {k: v for k, v in os.environ.items() if k.startswith('TLBB_')}
+    env.update(PATH='/usr/bin:/bin')
+    env.pop('TLBB_HOOK_CONF')
+    return dest, env
+
+
+def fifo(path):
+    os.unlink(path)
+    os.mkfifo(path)
+
+
+def feed(path, text):
+    """Write text into a FIFO the hook's child is (about to be) reading;
+    bounded: the child opens it within seconds or the test fails."""
+    fd = None
+    end = time.monotonic() + 20
+    while fd is None:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:             # ENXIO: no reader yet
+            assert time.monotonic() < end, 'nobody opened %s' % path
+            time.sleep(0.05)
+    os.write(fd, text.encode())
+    os.close(fd)
+
+
+def wait_record(fake, phase, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        recs = [r for r in fake.records() if r['phase'] == phase]
+        if recs:
+            return recs[-1]
+        time.sleep(0.05)
+    raise AssertionError('no %s record: %s' % (phase, fake.records()))
+
+
+def test_background_phase_does_not_hold_libvirt(fake, tmp_path):
+    """background = true: the hook process returns (and closes libvirt's
+    pipes) while its child still works; the record says background."""
+    dest, env = installed(fake, tmp_path, background='true')
+    thp = os.path.join(env['TLBB_HOOK_SYS'],
+                       'kernel/mm/transparent_hugepage/enabled')
+    fifo(thp)       # the child's prepare blocks reading it
+    p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env,
+                       timeout=30)
+    assert (p.returncode, p.stdout, p.stderr) == (0, b'', b'')
+    assert fake.records() == []     # the work is not done yet
+    feed(thp, 'always [madvise] never\n')
+    rec = wait_record(fake, 'prepare')
+    assert (rec['result'], rec.get('background')) == ('thp madvise', True)
+
+
+def test_background_keeps_strict_domains_in_the_foreground(fake, tmp_path):
+    dest, env = installed(fake, tmp_path, background='true')
+    for strict in ('true', 'TRUE', 'yes', 'junk'):
+        p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                           input=domain(strict=strict),
+                           capture_output=True, env=env, timeout=30)
+        rec = fake.records()[-1]    # written before the process ended
+        assert 'background' not in rec, (strict, rec)
+        assert p.returncode in (0, 1)
+
+
+def test_teardown_waits_for_a_background_registration(fake, tmp_path):
+    """A destroy right after start: `stopped` waits for the background
+    `started` of the same domain, so the VM is never left switched on
+    (without the wait, `mode off` would come first and the child's
+    `mode` write after it)."""
+    vm = load_module(fake)
+    dest, env = installed(fake, tmp_path, background='true')
+    maps = '%s/%d/maps' % (env['TLBB_HOOK_PROC'], PID)
+    with open(maps) as f:
+        text = f.read()
+    fifo(maps)      # the child's `started` blocks reading it
+    p = subprocess.run([dest, 'vm1', 'started', 'begin', '-'],
+                       input=domain(), capture_output=True, env=env,
+                       timeout=30)
+    assert p.returncode == 0 and fake.records() == []
+    rel = subprocess.Popen([dest, 'vm1', 'stopped', 'end', '-'],
+                           stdin=subprocess.PIPE, env=env)
+    rel.stdin.write(domain())
+    rel.stdin.close()
+    time.sleep(0.5)                 # it stays blocked on the child's lock
+    assert rel.poll() is None and fake.records() == []
+    feed(maps, text)
+    assert rel.wait(timeout=30) == 0
+    phases_seen = [r['phase'] for r in fake.records()]
+    assert phases_seen == ['started', 'stopped'], fake.records()
+    assert fake.records()[0]['result'].startswith('registered as vm1')
+    assert fake.records()[1]['result'] == 'switched off'
+    assert vm.joinpath('pid').read_text() == str(PID)
+    assert vm.joinpath('mode').read_text() == 'off'
+
+
+def test_broken_installation_never_blocks_a_non_strict_vm(tmp_path):
+    """A module of the package that no longer imports (here a merge
+    conflict left in hook/phases.py, as once happened under a running
+    cloud) is reported; only a strict tagged domain is refused."""
+    import nova_tlbbalance
+    import shutil
+    src = os.path.dirname(os.path.abspath(nova_tlbbalance.__file__))
+    shutil.copytree(src, str(tmp_path / 'nova_tlbbalance'),
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    with open(str(tmp_path / 'nova_tlbbalance/hook/phases.py'), 'a') as f:
+        f.write('\n<<<<<<< HEAD\n')
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'sys.exit(m.main(sys.argv[1:], sys.stdin.buffer, '
+            'sys.stdout.buffer))')
+    for strict, rc in (('false', 0), ('true', 1)):
+        p = subprocess.run([sys.executable, '-c', code, 'vm1', 'started',
+                            'begin', '-'], input=domain(strict=strict),
+                           capture_output=True, cwd=str(tmp_path),
+                           env={'PATH': '/usr/bin:/bin',
+                                'TLBB_HOOK_CONF': os.devnull}, timeout=60)
+        assert p.returncode == rc, p.stderr
+        assert b'internal error in started begin (SyntaxError' in p.stderr

@@ -133,3 +133,28 @@ def test_ram_maps_cannot_place_is_asked_of_qemu(tmp_path):
                                  conn=FakeConn(XML % cpus(), HVA))
     assert 'no mapping of that size' in rep.errors[0]
     assert rep.ranges is None and rep.aligned is None
+
+
+def test_monitor_queries_of_many_vms_run_at_once(tmp_path):
+    """status over 200 VMs must answer a scrape in under a second: the
+    VMs' monitor round trips overlap. Four gpa2hva calls meet at a
+    barrier (bounded wait); one at a time they could never all arrive."""
+    import threading
+    roots = tree(tmp_path)
+    meet = threading.Barrier(4, timeout=20)
+
+    class Waiting(FakeMonitor):
+        def gpa2hva(self, gpa):
+            meet.wait()
+            return FakeMonitor.gpa2hva(self, gpa)
+
+    class Many(FakeConn):
+        def running(self):
+            return [('vm1', self.xml, None)] * 8
+
+        def monitor(self, dom):
+            return Waiting(self.hva)
+    _, reps = vmreport.collect(roots, conn=Many(XML % cpus(), HVA))
+    assert len(reps) == 8
+    for rep in reps:
+        assert rep.errors == [] and rep.ranges[0].gpa2hva == HVA

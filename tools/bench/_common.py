@@ -28,6 +28,17 @@ def tagged_xml(name, memory_mib, mode='monitor'):
         plain, pol, huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
 
 
+def without_prefault(xml):
+    """The domain XML without ``<allocation mode='immediate'>``: guest RAM
+    faulted in on first touch instead of at QEMU's start."""
+    import re
+    out, n = re.subn(r"<allocation [^>]*/>", '', xml)
+    if n != 1:
+        raise ValueError('expected one <allocation/> in the XML, found %d'
+                         % n)
+    return out
+
+
 def fmt(values, unit='s', scale=1.0):
     v = [x * scale for x in values]
     return 'median %.3f %s (min %.3f, max %.3f, n=%d)' % (
