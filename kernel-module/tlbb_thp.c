@@ -36,6 +36,7 @@
 
 #include "tlbb.h"
 #include "tlbb_compat.h"
+#include "tlbb_trace.h"
 
 u64 tlbb_thp_total_pages(const struct tlbb_range *r, unsigned int n)
 {
@@ -206,10 +207,14 @@ int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n)
 	return 0;
 }
 
-/* Split @excess huge PMDs, last range and highest address first. */
-static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
-			      u64 excess)
+/*
+ * Split @excess huge PMDs, last range and highest address first. Returns
+ * how many splits failed (the last errno in vm->lim.last_err).
+ */
+static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
+			     u64 excess)
 {
+	u64 failed = 0;
 	unsigned int i;
 
 	for (i = vm->nr_ranges; i-- > 0 && excess;) {
@@ -235,6 +240,7 @@ static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			ret = tlbb_gup_split_pmd(mm, addr);
 			if (ret < 0) {
 				vm->lim.last_err = ret;
+				failed++;
 				continue;
 			}
 			if (!tlbb_pmd_is_huge(mm, addr)) {
@@ -244,6 +250,7 @@ static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			cond_resched();
 		}
 	}
+	return failed;
 }
 
 /*
@@ -273,13 +280,16 @@ static bool tlbb_hold_needed(struct tlbb_vm *vm, struct mm_struct *mm)
 	return false;
 }
 
-/* Set VM_NOHUGEPAGE where missing and record it. mmap write lock held. */
-static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
+/*
+ * Set VM_NOHUGEPAGE where missing and record it; returns how many VMAs
+ * could not be recorded (held). mmap write lock held.
+ */
+static unsigned int tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	struct tlbb_limiter *lim = &vm->lim;
 	struct vm_area_struct *vma;
+	unsigned int i, full = 0;
 	unsigned long addr;
-	unsigned int i;
 
 	for (i = 0; i < vm->nr_ranges; i++) {
 		const struct tlbb_range *r = &vm->ranges[i];
@@ -289,6 +299,7 @@ static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 				continue;
 			if (lim->nr_held == TLBB_MAX_HELD) {
 				lim->last_err = -ENOSPC;
+				full++;
 				continue;
 			}
 			lim->held[lim->nr_held] = (struct tlbb_held_vma) {
@@ -302,6 +313,7 @@ static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 			tlbb_vma_set_flags(vma, VM_NOHUGEPAGE);
 		}
 	}
+	return full;
 }
 
 /*
@@ -327,8 +339,8 @@ static bool tlbb_held_match(const struct tlbb_held_vma *h,
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	struct tlbb_limiter *lim = &vm->lim;
+	unsigned int i, cleared = 0;
 	struct vm_area_struct *vma;
-	unsigned int i;
 
 	if (!lim->held)
 		return;
@@ -343,11 +355,14 @@ void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 			for (i = 0; i < lim->nr_held; i++)
 				if (tlbb_held_match(&lim->held[i], vma))
 					break;
-			if (i < lim->nr_held)
+			if (i < lim->nr_held) {
 				tlbb_vma_clear_flags(vma, VM_NOHUGEPAGE);
+				cleared++;
+			}
 		}
 	}
 	mmap_write_unlock(mm);
+	trace_tlbb_restore(vm, lim->nr_held, cleared);
 	tlbb_thp_forget(vm);
 }
 
@@ -366,7 +381,8 @@ void tlbb_thp_forget(struct tlbb_vm *vm)
  */
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 {
-	u64 n = vm->huge_pages;
+	u64 n = vm->huge_pages, failed, splits;
+	unsigned int full = 0;
 	bool need;
 
 	vm->lim.stuck = 0;
@@ -380,6 +396,7 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 				       GFP_KERNEL);
 		if (!vm->lim.held) {
 			vm->lim.last_err = -ENOMEM;
+			trace_tlbb_limiter_error(vm, "alloc", -ENOMEM, 1);
 			return;
 		}
 	}
@@ -388,15 +405,23 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 	mmap_read_unlock(mm);
 	if (need) {
 		mmap_write_lock(mm);
-		tlbb_hold_locked(vm, mm);
+		full = tlbb_hold_locked(vm, mm);
 		mmap_write_unlock(mm);
+		if (full)
+			trace_tlbb_limiter_error(vm, "hold", -ENOSPC, full);
 	}
 
 	if (n > limit) {
+		splits = vm->lim.splits;
 		mmap_read_lock(mm);
-		tlbb_split_locked(vm, mm, n - limit);
+		failed = tlbb_split_locked(vm, mm, n - limit);
 		vm->huge_pages = tlbb_count_locked(vm, mm);
 		mmap_read_unlock(mm);
+		trace_tlbb_split(vm, limit, n, vm->lim.splits - splits,
+				 vm->huge_pages);
+		if (failed)
+			trace_tlbb_limiter_error(vm, "split", vm->lim.last_err,
+						 failed);
 		/* what could not be split (e.g. PROT_NONE: EFAULT) */
 		if (vm->huge_pages > limit)
 			vm->lim.stuck = vm->huge_pages - limit;
