@@ -2,7 +2,8 @@
 /*
  * PMU counting backend: one kernel perf counter per vCPU thread and per
  * page-size-split TLB walk event, chosen by CPU model. Counting on the vCPU
- * threads measures both translation stages together (domain.md).
+ * threads measures both translation stages together
+ * (docs/design/background.md#counting-tlb-refills-by-page-size).
  *
  * Events and the CPUs they are used on: core/tlbb_pmu_events.def (Intel
  * Haswell .. Granite Rapids, AMD Zen 1..5, Arm DTLB/ITLB_WALK_BLOCK/PAGE),

@@ -73,6 +73,7 @@ from nova.virt.libvirt import guest as libvirt_guest
 
 from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import preconditions
 from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance.policy import Policy
@@ -148,8 +149,23 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
     """LibvirtDriver whose guest XML carries the tlbbalance policy."""
 
     def _tlbb_huge_page_kib(self):
-        return (CONF.tlbbalance.thp_page_size_kb or
-                guest_config.read_hpage_pmd_kib())
+        if CONF.tlbbalance.thp_page_size_kb:
+            return CONF.tlbbalance.thp_page_size_kb
+        size = hostfacts.hpage_pmd_size(SYS_ROOT)
+        if size is None:
+            LOG.warning('tlbbalance: cannot read the huge page size from '
+                        '%s%s; guest memory is not rounded',
+                        SYS_ROOT, hostfacts.HPAGE_PMD_SIZE)
+            return None
+        return size // 1024
+
+    @staticmethod
+    def _tlbb_topology(policy):
+        """This host's CPU topology (the table the hook and ``verify``
+        judge with), read only for a policy with a tlbi_scope."""
+        if policy.tlbi_scope == 'none':
+            return {}
+        return hostfacts.cpu_topology(SYS_ROOT)
 
     def _tlbb_allocation_threads(self):
         return bool(CONF.tlbbalance.allocation_threads and
@@ -168,7 +184,8 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
             policy, functools.partial(
                 guest_config.apply_to_domain_xml, xml, policy,
                 huge_page_kib=self._tlbb_huge_page_kib(),
-                allocation_threads=self._tlbb_allocation_threads()),
+                allocation_threads=self._tlbb_allocation_threads(),
+                topology=self._tlbb_topology(policy)),
             TLBBalancePolicyInvalid, 'apply the policy',
             'the instance runs with stock nova settings', instance)
         if new_xml is None:
@@ -220,7 +237,8 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
             policy, functools.partial(
                 guest_config.check_destination, policy,
                 file_backed_memory=CONF.libvirt.file_backed_memory > 0,
-                pins=pins, nvcpu=instance.flavor.vcpus),
+                pins=pins, nvcpu=instance.flavor.vcpus,
+                topology=self._tlbb_topology(policy)),
             exception.MigrationPreCheckError,
             'check this host as the live migration destination',
             'migrating anyway', instance)

@@ -1,7 +1,8 @@
 """Prometheus metrics of the ``tlbbalance status`` data (prometheus_client).
 
 :class:`Collector` is a custom collector: every scrape asks its ``source``
-for the host facts, the VM reports (probes/vmreport) and verify's verdicts,
+for the host facts and the VM reports (records.HostFacts and
+records.VmReport, from probes/vmreport) and verify's verdicts,
 and turns them into metric families through two tables, the one place that
 knows which report field becomes which metric:
 
@@ -40,52 +41,46 @@ name."""
 
 
 def _huge_bytes(rep):
-    cov = rep.get('coverage')
-    return cov['anon_huge'] + cov['hugetlb'] if cov else None
+    cov = rep.coverage
+    return None if cov is None else cov.anon_huge + cov.hugetlb
 
 
 def _coverage(rep):
-    cov = rep.get('coverage')
-    return cov['coverage'] if cov else None
+    return None if rep.coverage is None else rep.coverage.coverage
 
 
 def _misaligned(rep):
-    if 'ranges' not in rep:
+    if rep.ranges is None or rep.page_size is None:
         return None
-    return sum(1 for r in rep['ranges'] if r['misalignment'])
+    return sum(1 for r in rep.ranges if r.misalignment)
 
 
-def _stage2(rep):
-    st = rep.get('stage2')
-    return dict(st) if isinstance(st, dict) else None
-
-
-def _vcpu_fact(key):
-    return lambda rep: rep.get(key, 0) if 'vcpus' in rep else None
+def _vcpu_fact(field):
+    return lambda rep: (None if rep.vcpus is None
+                        else getattr(rep, field) or 0)
 
 
 def _pin_mismatch(rep):
-    if 'vcpus' not in rep:
+    if rep.vcpus is None:
         return None
-    return sum(1 for v in rep['vcpus'] if not v['matches_pin'])
+    return sum(1 for v in rep.vcpus if not v.matches_pin)
 
 
 def _registered(rep):
-    mod = rep.get('module')
-    if not rep.get('managed') or mod is None:
+    if not rep.managed or rep.module is None:
         return None
-    return int(mod['registered'])
+    return int(rep.module.registered)
 
 
 HOST_METRICS = (
     Metric('tlbbalance_host_module_loaded', GAUGE,
            'the tlbbalance kernel module is loaded (configfs present)',
-           lambda h: int(h['module']['loaded'])),
+           lambda h: int(h.module.loaded)),
     Metric('tlbbalance_host_dvmbm_enabled', GAUGE,
            'the host kernel limits TLBI broadcast per VM (DVMBM)',
-           lambda h: int(bool(h['dvmbm']['enabled']))),
+           lambda h: int(bool(h.dvmbm.enabled))),
     Metric('tlbbalance_host_hpage_pmd_bytes', GAUGE,
-           'host PMD huge page size', lambda h: h['hpage_pmd_size'],
+           'host PMD huge page size', lambda h: h.hpage_pmd_size,
            'bytes'),
 )
 
@@ -95,9 +90,9 @@ EXTRA_LABEL = {'tlbbalance_vm_stage2_pages': 'size'}
 VM_METRICS = (
     Metric('tlbbalance_vm_managed', GAUGE,
            'the domain carries a tlbbalance policy',
-           lambda rep: int(bool(rep.get('managed')))),
+           lambda rep: int(rep.managed)),
     Metric('tlbbalance_vm_ram_bytes', GAUGE, 'guest RAM',
-           lambda rep: rep.get('memory'), 'bytes'),
+           lambda rep: rep.memory, 'bytes'),
     Metric('tlbbalance_vm_huge_bytes', GAUGE,
            'guest RAM backed by huge pages on the host '
            '(AnonHugePages+hugetlb)', _huge_bytes, 'bytes'),
@@ -107,9 +102,9 @@ VM_METRICS = (
            'guest RAM ranges whose HVA and GPA differ modulo the huge page',
            _misaligned),
     Metric('tlbbalance_vm_stage2_pages', GAUGE,
-           'KVM stage-2 mappings by page size', _stage2),
+           'KVM stage-2 mappings by page size', lambda rep: rep.stage2),
     Metric('tlbbalance_vm_vcpus', GAUGE, 'vCPU threads',
-           lambda rep: len(rep['vcpus']) if 'vcpus' in rep else None),
+           lambda rep: None if rep.vcpus is None else len(rep.vcpus)),
     Metric('tlbbalance_vm_vcpu_dies', GAUGE,
            'dies the vCPU threads may run on', _vcpu_fact('dies')),
     Metric('tlbbalance_vm_vcpu_clusters', GAUGE,
@@ -195,7 +190,9 @@ def families(host, reps, verdicts=None):
     out = []
     for m in HOST_METRICS:
         fam = _family(m.name, m.type, m.help, [], m.unit)
-        fam.add_metric([], m.value(host))
+        value = m.value(host)
+        if value is not None:
+            fam.add_metric([], value)
         out.append(fam)
 
     for m in VM_METRICS:
@@ -208,19 +205,19 @@ def families(host, reps, verdicts=None):
                 continue
             if extra:
                 for key, v in sorted(value.items()):
-                    fam.add_metric([rep['name'], key], v)
+                    fam.add_metric([rep.name, key], v)
             else:
-                fam.add_metric([rep['name']], value)
+                fam.add_metric([rep.name], value)
         out.append(fam)
 
     fam = _family(VERIFY_METRIC.name, VERIFY_METRIC.type, VERIFY_METRIC.help,
                   ['vm'])
     for rep in reps:
-        if verdicts is not None and rep['name'] in verdicts:
-            fam.add_metric([rep['name']], len(verdicts[rep['name']]))
+        if verdicts is not None and rep.name in verdicts:
+            fam.add_metric([rep.name], len(verdicts[rep.name]))
     out.append(fam)
 
-    statuses = [(rep['name'], _module_status(rep)) for rep in reps]
+    statuses = [(rep.name, _module_status(rep)) for rep in reps]
     for stat, sm in stat_metrics():
         fam = _family(sm.name, sm.type, sm.help or stat.help, ['vm'],
                       sm.unit)
@@ -238,10 +235,10 @@ def families(host, reps, verdicts=None):
 
 
 def _module_status(rep):
-    mod = rep.get('module')
-    if not rep.get('managed') or not mod or not mod.get('registered'):
+    mod = rep.module
+    if not rep.managed or mod is None or not mod.registered:
         return None
-    return mod.get('status')
+    return mod.status
 
 
 class Collector(prom_registry.Collector):

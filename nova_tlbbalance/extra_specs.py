@@ -3,7 +3,8 @@
 Everything about the extra specs is derived from :data:`SPECS`: nova-api's
 validators (:mod:`nova_tlbbalance.validators`), the policy parser
 (:mod:`nova_tlbbalance.policy`) and the reference page
-(``docs/extra-specs.md``, written by ``tools/gen_extra_specs_doc.py``).
+(``docs/extra-specs.md``, written by
+``python -m nova_tlbbalance.extra_specs_doc``).
 
 The four policy keys are defined here; the controller tunables come one per
 line from ``kernel-module/core/tlbb_params.def`` through

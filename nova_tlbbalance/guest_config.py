@@ -29,17 +29,14 @@ backing, its pins against its own CPU topology, :func:`check_pins`).
 """
 
 import logging
-import os
 
 from lxml import etree
 
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance.probes import domxml
 
 LOG = logging.getLogger(__name__)
-
-HPAGE_PMD_SIZE = '/sys/kernel/mm/transparent_hugepage/hpage_pmd_size'
-SYSFS_CPU = '/sys/devices/system/cpu'
 
 # libvirt's canonical order of <memoryBacking> children.
 _MEMBACKING_ORDER = ('hugepages', 'nosharepages', 'locked', 'source',
@@ -48,38 +45,6 @@ _MEMBACKING_ORDER = ('hugepages', 'nosharepages', 'locked', 'source',
 
 class PolicyConflict(ValueError):
     """The policy contradicts the domain (or the flavor that made it)."""
-
-
-def read_hpage_pmd_kib(path=None):
-    """The host's PMD (THP) huge page size in KiB, or None if unknown."""
-    path = path or HPAGE_PMD_SIZE
-    try:
-        with open(path) as f:
-            return int(f.read().strip()) // 1024
-    except (OSError, ValueError) as exc:
-        LOG.warning('tlbbalance: cannot read the huge page size from %s: '
-                    '%s', path, exc)
-        return None
-
-
-def cpu_topology(cpu, sysfs_cpu=None):
-    """(package, die, cluster) ids of host CPU ``cpu``, or None if unknown.
-
-    Missing die/cluster files (older kernels, no such level) count as one
-    die or cluster per package.
-    """
-    base = os.path.join(sysfs_cpu or SYSFS_CPU, 'cpu%d' % cpu, 'topology')
-    ids = []
-    for name, required in (('physical_package_id', True), ('die_id', False),
-                           ('cluster_id', False)):
-        try:
-            with open(os.path.join(base, name)) as f:
-                ids.append(int(f.read().strip()))
-        except (OSError, ValueError):
-            if required:
-                return None
-            ids.append(0)
-    return tuple(ids)
 
 
 def _kib(elem):
@@ -185,12 +150,13 @@ def _pins(root):
     return pins
 
 
-def check_pins(pins, nvcpu, policy, topology=cpu_topology):
+def check_pins(pins, nvcpu, policy, topology=None):
     """tlbi_scope die/cluster: every vCPU pinned to one CPU, one die/cluster.
 
     ``pins``: {vCPU: set of host CPUs}, as nova pinned them (on this host);
     ``nvcpu``: the guest's vCPU count; ``topology``: as for
-    :func:`apply_to_domain_xml`. nova does the pinning
+    :func:`apply_to_domain_xml`, None to read this host's
+    (:func:`nova_tlbbalance.hostfacts.cpu_topology`). nova does the pinning
     (hw:cpu_policy=dedicated); this only checks it. Raises PolicyConflict
     when a vCPU is not pinned to one CPU, and, with ``policy.strict``, when
     the pins span several dies (clusters); otherwise logs a warning.
@@ -204,7 +170,9 @@ def check_pins(pins, nvcpu, policy, topology=cpu_topology):
             'vCPU pinned to one host CPU); vCPU(s) %s are not'
             % (policy.tlbi_scope, ','.join(map(str, loose))))
     cpus = sorted(set().union(*pins.values())) if pins else []
-    topo = {cpu: topology(cpu) for cpu in cpus}
+    if topology is None:
+        topology = hostfacts.cpu_topology()
+    topo = {cpu: topology.get(cpu) for cpu in cpus}
     unknown = [c for c, t in topo.items() if t is None]
     if unknown:
         LOG.warning('tlbbalance: host CPU(s) %s have no topology in sysfs; '
@@ -235,7 +203,7 @@ def _file_backing_conflict(policy, what):
 
 
 def check_destination(policy, file_backed_memory=False, pins=None, nvcpu=0,
-                      topology=cpu_topology):
+                      topology=None):
     """Check a live migration's destination host against ``policy``.
 
     Runs on the destination, before anything is migrated (nova builds no
@@ -319,17 +287,19 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads,
 
 
 def apply_to_domain_xml(xml, policy, huge_page_kib=None,
-                        allocation_threads=False, topology=cpu_topology,
+                        allocation_threads=False, topology=None,
                         migrating=False):
     """Return ``xml`` (a libvirt domain XML string) with ``policy`` applied.
 
     ``policy``: a :class:`nova_tlbbalance.policy.Policy`, or None for an
     unmanaged domain (then ``xml`` is returned unchanged, byte for byte).
     ``huge_page_kib``: the huge page size guest memory is rounded down to
-    for THP backing (see :func:`read_hpage_pmd_kib`); None skips rounding.
+    for THP backing (:func:`nova_tlbbalance.hostfacts.hpage_pmd_size`);
+    None skips rounding.
     ``allocation_threads``: add ``threads=<vCPUs>`` to ``<allocation>``
-    (libvirt >= 8.2.0). ``topology``: cpu -> (package, die, cluster) or
-    None, for the tlbi_scope check. ``migrating``: ``xml`` is the
+    (libvirt >= 8.2.0). ``topology``: {cpu: :class:`hostfacts.CpuIds`}
+    for the tlbi_scope check (the same table the hook and ``verify``
+    judge with), None to read this host's. ``migrating``: ``xml`` is the
     destination XML of a live migration (built on the source host from the
     running domain): memory sizes are kept (guest RAM cannot change size in
     flight; they were rounded when the guest started) and the vCPU pins,

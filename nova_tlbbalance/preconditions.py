@@ -15,9 +15,9 @@ ends with "Exceeded maximum number of retries", the reason lost.
 Standard library only (the hook imports it).
 """
 
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance.probes import domxml
-from nova_tlbbalance.probes import proc
 
 
 class Unmet(Exception):
@@ -51,7 +51,7 @@ def memory(dom, pol, sys_root='/sys', proc_root='/proc'):
     """Check the backing the policy asks for; a line saying what was
     found, or Unmet."""
     if pol.backing == 'thp':
-        mode = proc.thp_mode(sys_root)
+        mode = hostfacts.thp_mode(sys_root)
         if mode == 'never':
             raise Unmet('backing=thp but host transparent huge pages are '
                         'off (/sys/kernel/mm/transparent_hugepage/enabled '
@@ -62,15 +62,18 @@ def memory(dom, pol, sys_root='/sys', proc_root='/proc'):
     if not dom.uses_hugetlbfs:
         raise Unmet('backing=hugetlbfs but the domain has no '
                     '<memoryBacking><hugepages> (hw:mem_page_size)')
-    default = proc.default_hugepage_size(proc_root)
+    default = hostfacts.default_hugepage_size(proc_root)
+    if default is None:
+        raise Unmet('backing=hugetlbfs but the host has no hugetlbfs '
+                    '(no Hugepagesize in %s/meminfo)' % proc_root)
     free_by_size = {}
     short = []
     checked = []
-    host_nodes = sorted(proc.free_hugepages(default, sys_root))
+    host_nodes = sorted(hostfacts.free_hugepages(default, sys_root))
     for (size, nodes), need in sorted(hugepage_needs(
             dom, default, host_nodes).items()):
         if size not in free_by_size:
-            free_by_size[size] = proc.free_hugepages(size, sys_root)
+            free_by_size[size] = hostfacts.free_hugepages(size, sys_root)
         free = free_by_size[size]
         have = sum(free.get(n, 0) for n in nodes)
         where = 'host node(s) %s' % domxml.format_cpuset(nodes)

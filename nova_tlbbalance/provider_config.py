@@ -10,7 +10,7 @@ to the compute node's resource provider, from facts read on this host:
   (``/sys/module/tlbbalance`` or its configfs root is present);
 * ``CUSTOM_TLBBALANCE_DVMBM``: the kernel limits TLBI broadcast per VM
   (DVMBM, as ``tlbbalance status`` detects it:
-  :func:`nova_tlbbalance.probes.topology.dvmbm`).
+  :func:`nova_tlbbalance.hostfacts.dvmbm`).
 
 Flavors then ask for them (``trait:CUSTOM_TLBBALANCE_DVMBM=required``).
 With ``--output`` the file is rewritten only when its text changes, and
@@ -25,8 +25,8 @@ import re
 import sys
 
 from nova_tlbbalance import filewrite
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
-from nova_tlbbalance.probes import topology
 
 TRAIT_MODULE = 'CUSTOM_TLBBALANCE_MODULE'
 TRAIT_DVMBM = 'CUSTOM_TLBBALANCE_DVMBM'
@@ -46,7 +46,7 @@ def host_traits(sys_root='/sys', proc_root='/proc', configfs=None,
         if os.path.isdir(path):
             out.append((TRAIT_MODULE, '%s is present' % path))
             break
-    dv = topology.dvmbm(proc_root, sys_root, kmsg_lines=kmsg_lines)
+    dv = hostfacts.dvmbm(proc_root, sys_root, kmsg_lines=kmsg_lines)
     if dv['enabled']:
         out.append((TRAIT_DVMBM, 'DVMBM enabled (%s)' % dv['source']))
     return out

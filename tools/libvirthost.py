@@ -3,7 +3,8 @@
 Used by tests/integration, tools/bench and anything else that needs a real
 libvirtd of its own; import it with ``<repo>/tools`` on ``sys.path``.
 
-Isolation (platform.md, "libvirt beside another libvirtd"): a holder
+Isolation (docs/design/platform.md#a-real-cloud-on-this-machine, "libvirt
+beside another libvirtd"): a holder
 process (``unshare -m --propagation private sleep infinity``) owns a
 private mount namespace in which the object's own directories are
 bind-mounted over the five places libvirt keeps state::
@@ -266,7 +267,8 @@ class LibvirtHost:
         with open(conf) as f:
             lines = [ln for ln in f if not ln.lstrip().startswith(
                 ('hugetlbfs_mount', 'user', 'group'))]
-        # QEMU as root: /dev/kvm here is root-only (PVM, platform.md), so
+        # QEMU as root: /dev/kvm here is root-only (PVM,
+        # docs/design/platform.md#virtualization), so
         # for the default user libvirt finds KVM "not available now" while
         # its probe (as root) found it, drops the cached capabilities and
         # probes again at every domain start (~40 s each).

@@ -8,6 +8,7 @@ flavor would carry.
 import sys
 
 from nova_tlbbalance import extra_specs
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import policy as policy_mod
 
 
@@ -63,7 +64,13 @@ def apply(args):
                 xml = f.read()
         kib = args.huge_page_kib
         if kib is None:
-            kib = guest_config.read_hpage_pmd_kib()
+            size = hostfacts.hpage_pmd_size()
+            kib = None if size is None else size // 1024
+            if kib is None:
+                sys.stderr.write('tlbbalance domain apply: the host huge '
+                                 'page size is unreadable (%s): memory not '
+                                 'rounded; give --huge-page-kib\n'
+                                 % hostfacts.HPAGE_PMD_SIZE)
         out = guest_config.apply_to_domain_xml(
             xml, pol, huge_page_kib=kib,
             allocation_threads=args.allocation_threads)

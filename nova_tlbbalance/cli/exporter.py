@@ -33,8 +33,8 @@ def source(args):
     (raises libvirt_conn.LibvirtUnavailable)."""
     def scrape():
         host, reps = _common.gather(args)
-        verdicts = {r['name']: verdict.reasons(r, host=host) for r in reps
-                    if r.get('managed')}
+        verdicts = {r.name: verdict.reasons(r, host=host) for r in reps
+                    if r.managed}
         return host, reps, verdicts
     return scrape
 

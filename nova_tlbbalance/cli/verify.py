@@ -34,20 +34,20 @@ def run(args):
         return 2
     host, reps = _common.collect(args)
     if args.domains:
-        missing = set(args.domains) - {r['name'] for r in reps}
+        missing = set(args.domains) - {r.name for r in reps}
         if missing:
             sys.stderr.write('tlbbalance verify: not running: %s\n'
                              % ', '.join(sorted(missing)))
             return 2
-        reps = [r for r in reps if r['name'] in args.domains]
+        reps = [r for r in reps if r.name in args.domains]
     result = {}
     untagged = []       # named on the command line, nothing to verify
     for rep in reps:
-        if not rep.get('managed'):
+        if not rep.managed:
             if args.domains:
-                untagged.append(rep['name'])
+                untagged.append(rep.name)
             continue
-        result[rep['name']] = verdict.reasons(
+        result[rep.name] = verdict.reasons(
             rep, args.min_coverage / 100, not args.no_module, host)
     if args.json:
         out = dict(result, **{n: None for n in untagged})

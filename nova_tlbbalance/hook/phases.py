@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
 from nova_tlbbalance import preconditions
@@ -27,7 +28,6 @@ from nova_tlbbalance.hook.common import setup
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import proc
-from nova_tlbbalance.probes import topology
 from nova_tlbbalance.shown import clip
 from nova_tlbbalance.shown import shown
 
@@ -69,18 +69,11 @@ def prepare(dom, pol, config, log, extra):
 
 # -- started ----------------------------------------------------------------
 
-def _page_size(dom, pol, config):
-    if pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs:
-        return max([s for s, _ in dom.hugepages if s] or
-                   [proc.default_hugepage_size(config.proc)])
-    return proc.hpage_pmd_size(config.sys)
-
-
 def scope_problem(scope, allowed, topo):
     """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
     'cluster') on the host topology ``topo``, or None when they keep to one.
     """
-    count = topology.span(allowed, topo)[
+    count = hostfacts.span(allowed, topo)[
         'dies' if scope == 'die' else 'clusters']
     if count > 1:
         return ('tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
@@ -96,9 +89,15 @@ def inspect(dom, pol, config):
     if not threads:
         raise Failure('QEMU pid %d has no vCPU threads ("CPU n/KVM")' % pid)
     blocks, ranges = memmap.guest_ram(dom, pid, config.proc)
-    page = _page_size(dom, pol, config)
+    page = hostfacts.guest_page_size(
+        dom, config.proc, config.sys,
+        hugetlbfs=pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs)
     problems = []
-    for r in ranges:
+    if page is None:
+        problems.append('the host huge page size is unknown (%s%s '
+                        'unreadable): alignment not checked'
+                        % (config.sys, hostfacts.HPAGE_PMD_SIZE))
+    for r in ranges if page else ():
         off = r.misalignment(page)
         if off:
             problems.append(
@@ -110,7 +109,7 @@ def inspect(dom, pol, config):
         for _, tid, _ in threads:
             allowed.update(proc.affinity(tid))
         problem = scope_problem(pol.tlbi_scope, allowed,
-                                topology.cpu_topology(config.sys))
+                                hostfacts.cpu_topology(config.sys))
         if problem:
             problems.append(problem)
     return pid, threads, ranges, problems

@@ -1,33 +1,11 @@
-"""QEMU process facts from /proc and /sys (stdlib only)."""
+"""QEMU process facts from /proc (stdlib only); host-wide facts are
+:mod:`nova_tlbbalance.hostfacts`."""
 
 import os
 import re
 
 _VCPU_RE = re.compile(r'^CPU (\d+)/(\w+)$')
 _ALL_RE = re.compile(r'^ALL CPUs/(\w+)$')
-
-DEFAULT_PMD = 2 * 1024 * 1024
-
-
-def hpage_pmd_size(sys_root='/sys'):
-    """The host's PMD huge page size (bytes)."""
-    try:
-        with open(sys_root +
-                  '/kernel/mm/transparent_hugepage/hpage_pmd_size') as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return DEFAULT_PMD
-
-
-def thp_mode(sys_root='/sys'):
-    """The active host THP mode (always/madvise/never) or ''."""
-    try:
-        with open(sys_root + '/kernel/mm/transparent_hugepage/enabled') as f:
-            m = re.search(r'\[(\w+)\]', f.read())
-            return m.group(1) if m else ''
-    except OSError:
-        return ''
-
 
 # libvirt (9.0) names the pid file after the domain name XML-escaped:
 # q'uo"te -> q&apos;uo&quot;te.pid
@@ -158,43 +136,3 @@ def smaps_huge(pid, ranges, proc='/proc'):
     huge = res['anon_huge'] + res['hugetlb']
     res['coverage'] = huge / res['size'] if res['size'] else 0.0
     return res
-
-
-def default_hugepage_size(proc='/proc'):
-    with open(proc + '/meminfo') as f:
-        for line in f:
-            if line.startswith('Hugepagesize:'):
-                return int(line.split()[1]) * 1024
-    return DEFAULT_PMD
-
-
-def free_hugepages(size, sys_root='/sys'):
-    """{host NUMA node: free huge pages of ``size`` bytes}.
-
-    Falls back to the global pool as node 0 on a host without NUMA sysfs.
-    """
-    kb = size // 1024
-    out = {}
-    base = sys_root + '/devices/system/node'
-    try:
-        nodes = sorted(int(n[4:]) for n in os.listdir(base)
-                       if re.match(r'^node\d+$', n))
-    except OSError:
-        nodes = []
-    for n in nodes:
-        path = '%s/node%d/hugepages/hugepages-%dkB/free_hugepages' % (
-            base, n, kb)
-        try:
-            with open(path) as f:
-                out[n] = int(f.read())
-        except OSError:
-            out[n] = 0
-    if not nodes:
-        path = '%s/kernel/mm/hugepages/hugepages-%dkB/free_hugepages' % (
-            sys_root, kb)
-        try:
-            with open(path) as f:
-                out[0] = int(f.read())
-        except OSError:
-            out[0] = 0
-    return out

@@ -5,14 +5,14 @@ DEFAULT_MIN_COVERAGE = 0.95
 
 def coverage_causes(rep, pol, host):
     """What explains a VM's low huge-page coverage, as far as the host
-    facts (``host``, from vmreport.host_facts) and its XML tell."""
+    facts (``host``, a records.HostFacts) and its XML tell."""
     out = []
-    if pol['backing'] != 'thp':
+    if pol.backing != 'thp':
         return out
-    if host and host.get('thp') == 'never':
+    if host is not None and host.thp == 'never':
         out.append('host transparent huge pages are off '
                    '(/sys/kernel/mm/transparent_hugepage/enabled: never)')
-    if 'immediate' not in rep.get('backing', ''):
+    if 'immediate' not in (rep.backing or ''):
         out.append("guest RAM is allocated on demand (no <allocation "
                    "mode='immediate'/>): only what the guest touched is "
                    "backed")
@@ -21,53 +21,56 @@ def coverage_causes(rep, pol, host):
 
 def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
             host=None):
-    """[reason] why the VM in report ``rep`` is not as its policy asks;
-    [] when it is, or when it is not managed by tlbbalance at all.
-    ``host``: the host facts, to name the cause of low coverage."""
-    pol = rep.get('policy')
-    if not rep.get('managed') or pol is None:
+    """[reason] why the VM in report ``rep`` (a records.VmReport) is not
+    as its policy asks; [] when it is, or when it is not managed by
+    tlbbalance at all. ``host``: the records.HostFacts, to name the cause
+    of low coverage."""
+    pol = rep.policy
+    if not rep.managed or pol is None:
         return []
-    out = ['cannot inspect: %s' % e for e in rep.get('errors', [])]
-    if pol['backing'] != 'none':
-        for r in rep.get('ranges', []):
-            if r['misalignment']:
+    out = ['cannot inspect: %s' % e for e in rep.errors]
+    if pol.backing != 'none':
+        for r in rep.ranges or ():
+            if r.misalignment:
                 out.append('misaligned: RAM block %s GPA 0x%x at HVA 0x%x '
                            'is off by 0x%x modulo the %d KiB huge page'
-                           % (r['block'], r['gpa'], r.get('gpa2hva', r['hva']),
-                              r['misalignment'], rep['page_size'] // 1024))
-            if 'gpa2hva' in r and r['gpa2hva'] != r['hva']:
+                           % (r.block, r.gpa,
+                              r.hva if r.gpa2hva is None else r.gpa2hva,
+                              r.misalignment, rep.page_size // 1024))
+            if r.gpa2hva is not None and r.gpa2hva != r.hva:
                 out.append('RAM block %s: QEMU maps GPA 0x%x at 0x%x, not at '
                            '0x%x as read from /proc/<pid>/maps (the hook '
                            'registers the latter)'
-                           % (r['block'], r['gpa'], r['gpa2hva'], r['hva']))
-        cov = rep.get('coverage')
-        if cov is not None and cov['coverage'] < min_coverage:
+                           % (r.block, r.gpa, r.gpa2hva, r.hva))
+        cov = rep.coverage
+        if cov is not None and cov.coverage < min_coverage:
             causes = coverage_causes(rep, pol, host)
             out.append('under-covered: %.1f %% of guest RAM is on huge pages '
                        '(%s), below %.1f %%%s'
-                       % (100 * cov['coverage'],
-                          'AnonHugePages' if pol['backing'] == 'thp'
+                       % (100 * cov.coverage,
+                          'AnonHugePages' if pol.backing == 'thp'
                           else 'hugetlb', 100 * min_coverage,
                           ''.join('; ' + c for c in causes)))
-        if pol['backing'] == 'hugetlbfs' and \
-                not rep.get('backing', '').startswith('hugetlbfs'):
+        if pol.backing == 'hugetlbfs' and \
+                not (rep.backing or '').startswith('hugetlbfs'):
             out.append('backing=hugetlbfs asked, domain is backed by %s'
-                       % rep.get('backing'))
-    scope = pol['tlbi_scope']
+                       % rep.backing)
+    scope = pol.tlbi_scope
     if scope in ('die', 'cluster'):
-        count = rep.get('dies' if scope == 'die' else 'clusters', 0)
+        count = (rep.dies if scope == 'die' else rep.clusters) or 0
         if count > 1:
             out.append('scope wider than asked: tlbi_scope=%s but the vCPUs '
                        'may run on CPUs %s (%d %ss)'
-                       % (scope, rep.get('cpus_allowed'), count, scope))
-    for v in rep.get('vcpus', []):
-        if not v['matches_pin']:
+                       % (scope, rep.cpus_allowed, count, scope))
+    for v in rep.vcpus or ():
+        if not v.matches_pin:
             out.append('vCPU %s (thread %d) may run on CPUs %s, pinned to %s'
-                       % (v['vcpu'], v['tid'], v['affinity'], v['pinned']))
-    mod = rep.get('module') or {}
-    if pol['mode'] != 'off' and need_module and not mod.get('registered'):
+                       % (v.vcpu, v.tid, v.affinity, v.pinned))
+    mod = rep.module
+    registered = mod is not None and mod.registered
+    if pol.mode != 'off' and need_module and not registered:
         out.append('not registered with the tlbbalance module: %s'
-                   % mod.get('reason', 'unknown'))
-    if mod.get('registered') and mod.get('limiter'):
-        out.append(mod['limiter'])
+                   % ((mod and mod.reason) or 'unknown'))
+    if registered and mod.limiter:
+        out.append(mod.limiter)
     return out

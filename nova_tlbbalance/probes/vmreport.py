@@ -1,18 +1,20 @@
 """Everything ``tlbbalance status``/``verify``/``exporter`` know of a VM.
 
-:func:`host_facts` once per run, :func:`vm_report` per running domain; both
-return plain dicts (the ``--json`` output). A fact that cannot be read is
-reported as such (``error`` keys), never guessed.
+:func:`host_facts` once per run, :func:`vm_report` per running domain;
+they return the typed records of :mod:`nova_tlbbalance.probes.records`
+(``records.document`` is the ``--json`` output). A fact that cannot be
+read is None with the reason in ``errors``, never guessed.
 """
 
 import os
 
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import proc
-from nova_tlbbalance.probes import topology
+from nova_tlbbalance.probes import records
 
 STAGE2_KEYS = ('pages_4k', 'pages_2m', 'pages_1g', 'pages', 'hugepages')
 
@@ -29,17 +31,17 @@ class Roots:
 
 
 def host_facts(roots, client):
-    topo = topology.cpu_topology(roots.sys)
-    return {
-        'thp': proc.thp_mode(roots.sys),
-        'hpage_pmd_size': proc.hpage_pmd_size(roots.sys),
-        'cpus': len(topo),
-        'dies': topology.span(topo, topo)['dies'],
-        'clusters': topology.span(topo, topo)['clusters'],
-        'dvmbm': topology.dvmbm(roots.proc, roots.sys),
-        'module': {'loaded': client.present(), 'configfs': client.root},
-        '_topology': topo,
-    }
+    """The :class:`records.HostFacts` of this host."""
+    topo = hostfacts.cpu_topology(roots.sys)
+    span = hostfacts.span(topo, topo)
+    return records.HostFacts(
+        thp=hostfacts.thp_mode(roots.sys),
+        hpage_pmd_size=hostfacts.hpage_pmd_size(roots.sys),
+        cpus=len(topo), dies=span['dies'], clusters=span['clusters'],
+        dvmbm=records.Dvmbm(**hostfacts.dvmbm(roots.proc, roots.sys)),
+        module=records.ModulePresence(loaded=client.present(),
+                                      configfs=client.root),
+        topology=topo)
 
 
 def describe_backing(dom):
@@ -52,33 +54,34 @@ def describe_backing(dom):
 
 
 def vm_report(name, xml, host, roots, client, monitor=None):
-    """The report of one running domain; ``monitor`` (a
+    """The :class:`records.VmReport` of one running domain; ``monitor`` (a
     libvirt_conn.Monitor) adds gpa2hva cross-checks and stage-2 stats."""
-    rep = {'name': name, 'errors': []}
+    rep = records.VmReport(name=name)
     try:
         dom = domxml.parse(xml)
     except ValueError as exc:
-        rep['errors'].append(str(exc))
+        rep.errors.append(str(exc))
         return rep
-    rep.update(uuid=dom.uuid, virt_type=dom.virt_type, machine=dom.machine,
-               memory=dom.memory, backing=describe_backing(dom))
+    rep.uuid, rep.virt_type = dom.uuid, dom.virt_type
+    rep.machine, rep.memory = dom.machine, dom.memory
+    rep.backing = describe_backing(dom)
     try:
         pol = policy_mod.Policy.from_domain_xml(xml)
     except ValueError as exc:
         pol = None
-        rep['errors'].append('policy: %s' % exc)
-    rep['managed'] = pol is not None
-    rep['policy'] = None if pol is None else {
-        'mode': pol.mode, 'backing': pol.backing,
-        'tlbi_scope': pol.tlbi_scope, 'strict': pol.strict,
-        'params': dict(pol.params)}
+        rep.errors.append('policy: %s' % exc)
+    rep.managed = pol is not None
+    if pol is not None:
+        rep.policy = records.PolicyView(
+            mode=pol.mode, backing=pol.backing, tlbi_scope=pol.tlbi_scope,
+            strict=pol.strict, params=dict(pol.params))
     try:
         pid = proc.qemu_pid(name, roots.run_dir)
     except LookupError as exc:
-        rep['errors'].append(str(exc))
+        rep.errors.append(str(exc))
         return rep
-    rep['pid'] = pid
-    _memory(rep, dom, pid, host, roots, monitor)
+    rep.pid = pid
+    _memory(rep, dom, pid, roots, monitor)
     _vcpus(rep, dom, pid, host, roots)
     _stage2(rep, dom, monitor)
     _module(rep, dom, pid, client)
@@ -101,38 +104,34 @@ def _from_monitor(dom, monitor):
     return blocks, memmap.ranges_for(blocks, mm)
 
 
-def _memory(rep, dom, pid, host, roots, monitor):
-    rep['notes'] = []
+def _memory(rep, dom, pid, roots, monitor):
     source = 'maps'     # where each range's HVA comes from
     try:
         blocks, ranges = memmap.guest_ram(dom, pid, roots.proc)
     except (ValueError, OSError) as exc:
         if monitor is None:
-            rep['errors'].append('guest RAM: %s' % exc)
-            rep['ranges'] = []
+            rep.errors.append('guest RAM: %s' % exc)
             return
         try:
             blocks, ranges = _from_monitor(dom, monitor)
         except Exception as exc2:
-            rep['errors'].append('guest RAM: %s; gpa2hva: %s' % (exc, exc2))
-            rep['ranges'] = []
+            rep.errors.append('guest RAM: %s; gpa2hva: %s' % (exc, exc2))
             return
         # the hook (no monitor access) could not place this RAM either
-        rep['notes'].append('guest RAM placed by gpa2hva only: %s' % exc)
+        rep.notes.append('guest RAM placed by gpa2hva only: %s' % exc)
         source = 'gpa2hva'
-    if dom.uses_hugetlbfs:
-        page = max([s for s, _ in dom.hugepages if s] or
-                   [proc.default_hugepage_size(roots.proc)])
-    else:
-        page = host['hpage_pmd_size']
-    rep['page_size'] = page
-    rep['ranges'] = []
+    page = hostfacts.guest_page_size(dom, roots.proc, roots.sys)
+    rep.page_size = page
+    if page is None:
+        rep.errors.append('the host huge page size is unknown: '
+                          'alignment not checked')
+    rep.ranges = []
     for r in ranges:
-        item = {'block': r.block, 'gpa': r.gpa, 'hva': r.hva,
-                'length': r.length, 'misalignment': r.misalignment(page),
-                'ambiguous': any(b.ambiguous for b in blocks
-                                 if b.id == r.block),
-                'hva_source': source}
+        item = records.RamRange(
+            block=r.block, gpa=r.gpa, hva=r.hva, length=r.length,
+            misalignment=r.misalignment(page) if page else None,
+            ambiguous=any(b.ambiguous for b in blocks if b.id == r.block),
+            hva_source=source)
         # RAM read from maps is checked against QEMU's own gpa2hva; RAM
         # placed by gpa2hva already is QEMU's answer (asking again would
         # compare it with itself)
@@ -141,29 +140,29 @@ def _memory(rep, dom, pid, host, roots, monitor):
                 got = monitor.gpa2hva(r.gpa)
             except Exception as exc:    # monitor busy, QEMU gone...
                 got = None
-                rep['errors'].append('gpa2hva 0x%x: %s' % (r.gpa, exc))
+                rep.errors.append('gpa2hva 0x%x: %s' % (r.gpa, exc))
             if got is not None:
-                item['gpa2hva'] = got[0]
-                item['gpa2hva_region'] = got[1]
+                item.gpa2hva, item.gpa2hva_region = got[0], got[1]
                 # QEMU's answer is authoritative for the alignment
-                item['misalignment'] = (got[0] - r.gpa) % page
-        rep['ranges'].append(item)
-    rep['aligned'] = all(i['misalignment'] == 0 for i in rep['ranges'])
+                if page:
+                    item.misalignment = (got[0] - r.gpa) % page
+        rep.ranges.append(item)
+    if page:
+        rep.aligned = all(i.misalignment == 0 for i in rep.ranges)
     try:
         cov = proc.smaps_huge(pid, [(b.hva, b.size) for b in blocks],
                               roots.proc)
     except OSError as exc:
-        rep['errors'].append('smaps: %s' % exc)
+        rep.errors.append('smaps: %s' % exc)
         return
-    rep['coverage'] = cov
+    rep.coverage = records.Coverage(**cov)
 
 
 def _vcpus(rep, dom, pid, host, roots):
-    topo = host['_topology']
     try:
         threads = proc.vcpu_threads(pid, roots.proc)
     except OSError as exc:
-        rep['errors'].append('vCPU threads: %s' % exc)
+        rep.errors.append('vCPU threads: %s' % exc)
         return
     vcpus = []
     allowed = set()
@@ -174,60 +173,63 @@ def _vcpus(rep, dom, pid, host, roots):
             continue
         allowed.update(aff)
         pinned = dom.vcpupin.get(idx, dom.vcpu_cpuset or None)
-        vcpus.append({'vcpu': idx, 'tid': tid, 'accel': accel,
-                      'affinity': domxml.format_cpuset(aff),
-                      'pinned': domxml.format_cpuset(pinned)
-                      if pinned else None,
-                      'matches_pin': (pinned is None or
-                                      tuple(pinned) == tuple(aff))})
-    rep['vcpus'] = vcpus
-    rep['accel'] = threads[0][2] if threads else None
-    rep['cpus_allowed'] = domxml.format_cpuset(allowed)
-    rep.update(topology.span(allowed, topo))
+        vcpus.append(records.Vcpu(
+            vcpu=idx, tid=tid, accel=accel,
+            affinity=domxml.format_cpuset(aff),
+            pinned=domxml.format_cpuset(pinned) if pinned else None,
+            matches_pin=pinned is None or tuple(pinned) == tuple(aff)))
+    rep.vcpus = vcpus
+    rep.accel = threads[0][2] if threads else None
+    rep.cpus_allowed = domxml.format_cpuset(allowed)
+    span = hostfacts.span(allowed, host.topology)
+    rep.dies, rep.clusters = span['dies'], span['clusters']
 
 
 def _stage2(rep, dom, monitor):
-    if rep.get('accel') == 'TCG' or dom.virt_type == 'qemu':
-        rep['stage2'] = 'n/a (TCG)'
+    if rep.accel == 'TCG' or dom.virt_type == 'qemu':
+        rep.stage2_unavailable = 'TCG'
         return
     if monitor is None:
-        rep['stage2'] = 'n/a (no monitor access)'
+        rep.stage2_unavailable = 'no monitor access'
         return
     try:
         stats = monitor.vm_stats()
     except Exception as exc:
-        rep['stage2'] = 'n/a (query-stats: %s)' % exc
+        rep.stage2_unavailable = 'query-stats: %s' % exc
         return
     found = {k: stats[k] for k in STAGE2_KEYS if k in stats}
-    rep['stage2'] = found or 'n/a (KVM reports no page-size stats)'
+    if found:
+        rep.stage2 = found
+    else:
+        rep.stage2_unavailable = 'KVM reports no page-size stats'
 
 
 def _module(rep, dom, pid, client):
     if not client.present():
-        rep['module'] = {'registered': False, 'reason': 'module not loaded'}
+        rep.module = records.ModuleState(registered=False,
+                                         reason='module not loaded')
         return
     try:
         vm = modclient.vm_dir_name(dom.name, dom.uuid)
     except ValueError as exc:
-        rep['module'] = {'registered': False, 'reason': str(exc)}
+        rep.module = records.ModuleState(registered=False, reason=str(exc))
         return
     st = client.status(vm)
     if st is None:
-        rep['module'] = {'registered': False, 'dir': vm,
-                         'reason': 'no directory %s' % vm}
+        rep.module = records.ModuleState(registered=False, dir=vm,
+                                         reason='no directory %s' % vm)
         return
     ok = st.get('pid') == str(pid)
-    rep['module'] = {'registered': ok, 'dir': vm, 'status': st}
-    problem = modclient.limiter_problem(st)
-    if problem:
-        rep['module']['limiter'] = problem
+    rep.module = records.ModuleState(registered=ok, dir=vm, status=st,
+                                     limiter=modclient.limiter_problem(st))
     if not ok:
-        rep['module']['reason'] = ('registered pid %s is not QEMU pid %d'
-                                   % (st.get('pid'), pid))
+        rep.module.reason = ('registered pid %s is not QEMU pid %d'
+                             % (st.get('pid'), pid))
 
 
 def collect(roots=None, uri=None, monitor=True, conn=None):
-    """(host facts, [vm report]) for every running domain."""
+    """(:class:`records.HostFacts`, [:class:`records.VmReport`]) for
+    every running domain."""
     from nova_tlbbalance.probes import libvirt_conn
     roots = roots or Roots(configfs=os.environ.get(modclient.ENV_ROOT))
     client = modclient.Client(roots.configfs)
@@ -244,8 +246,3 @@ def collect(roots=None, uri=None, monitor=True, conn=None):
         if own:
             conn.close()
     return host, reps
-
-
-def public(host):
-    """Host facts without the internal topology table."""
-    return {k: v for k, v in host.items() if not k.startswith('_')}

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import tempfile
 
@@ -25,16 +26,29 @@ class SimError(Exception):
     """tlbsim could not be built or a run failed; the message says why."""
 
 
+# What to do when there is no tlbsim: the wheel carries no C binary.
+NOT_INSTALLED = (
+    'the tlbsim simulator is not installed: `tlbbalance simulate` runs '
+    'tlbsim, a C program the nova-tlbbalance Python package does not '
+    'ship. Build and install it from a nova-tlbbalance source tree '
+    '(gcc, make, zlib1g-dev): make -C tlbsim install PREFIX=/usr/local '
+    '(puts tlbsim on PATH), or set $%s to a tlbsim binary' % ENV_BIN)
+
+
 def tlbsim_dir():
-    """``tlbsim/`` of the source tree this package belongs to."""
+    """``tlbsim/`` of the source tree this package belongs to (none when
+    the package is installed: then it does not exist)."""
     return pathlib.Path(__file__).resolve().parents[2] / 'tlbsim'
 
 
 def binary(build=True):
-    """Path of the tlbsim binary, building it with make if needed.
+    """Path of the tlbsim binary.
 
-    ``$TLBSIM_BIN`` overrides. ``make`` runs every time (it is a no-op when
-    up to date) so that a changed ``tlbb_ctrl.c`` is never simulated stale.
+    In order: ``$TLBSIM_BIN``; in a source tree, ``tlbsim/build/tlbsim``,
+    built with make (make runs every time, a no-op when up to date, so
+    that a changed ``tlbb_ctrl.c`` is never simulated stale); ``tlbsim``
+    on ``PATH`` (an installed package, ``make -C tlbsim install``).
+    Raises SimError saying what to install when there is none.
     """
     env = os.environ.get(ENV_BIN)
     if env:
@@ -42,17 +56,22 @@ def binary(build=True):
             raise SimError('$%s=%s is not an executable' % (ENV_BIN, env))
         return env
     src = tlbsim_dir()
-    if build and (src / 'Makefile').is_file():
-        proc = subprocess.run(['make', '-s', '-C', str(src)],
-                              capture_output=True, text=True)
-        if proc.returncode:
-            raise SimError('building tlbsim (make -C %s) failed:\n%s'
-                           % (src, proc.stderr.strip()))
-    path = src / 'build' / 'tlbsim'
-    if not path.is_file():
-        raise SimError('no tlbsim binary at %s: run make -C %s or set $%s'
-                       % (path, src, ENV_BIN))
-    return str(path)
+    if (src / 'Makefile').is_file():
+        if build:
+            proc = subprocess.run(['make', '-s', '-C', str(src)],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                raise SimError('building tlbsim (make -C %s) failed:\n%s'
+                               % (src, proc.stderr.strip()))
+        path = src / 'build' / 'tlbsim'
+        if not path.is_file():
+            raise SimError('no tlbsim binary at %s: run make -C %s or set '
+                           '$%s' % (path, src, ENV_BIN))
+        return str(path)
+    found = shutil.which('tlbsim')
+    if not found:
+        raise SimError(NOT_INSTALLED)
+    return found
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,15 +70,19 @@ class TLBBalanceTestBase(base.ServersTestBase):
         """The compute host's sysfs as the plugin reads it, in a temp dir.
 
         nova's harness forbids reading the real /sys in functional tests
-        (the fake host's CPUs are not this machine's). Default: 2 MiB PMD
+        (the fake host's CPUs are not this machine's). The driver reads
+        every host fact under ``driver.SYS_ROOT`` (hostfacts), as the hook
+        and ``verify`` do under theirs. Default: 2 MiB PMD
         huge pages; 4 CPUs, 0-1 on die 0 and 2-3 on die 1 of package 0.
         """
         root = self.useFixture(fixtures.TempDir()).path
-        hpage = os.path.join(root, 'hpage_pmd_size')
-        with open(hpage, 'w') as f:
+        thp = os.path.join(root, 'kernel', 'mm', 'transparent_hugepage')
+        os.makedirs(thp)
+        with open(os.path.join(thp, 'hpage_pmd_size'), 'w') as f:
             f.write('%d\n' % hpage_pmd_size)
         for cpu, die in enumerate(die_of_cpu):
-            topo = os.path.join(root, 'cpu', 'cpu%d' % cpu, 'topology')
+            topo = os.path.join(root, 'devices', 'system', 'cpu',
+                                'cpu%d' % cpu, 'topology')
             os.makedirs(topo)
             for name, value in (('physical_package_id', 0), ('die_id', die),
                                 ('cluster_id', cpu // 2)):
@@ -86,8 +90,6 @@ class TLBBalanceTestBase(base.ServersTestBase):
                     f.write('%d\n' % value)
         # The strict preconditions (driver.SYS_ROOT): host THP madvise,
         # no hugetlbfs pages unless a test writes some.
-        thp = os.path.join(root, 'kernel', 'mm', 'transparent_hugepage')
-        os.makedirs(thp)
         with open(os.path.join(thp, 'enabled'), 'w') as f:
             f.write('always [madvise] never\n')
         self.useFixture(fixtures.MonkeyPatch(
@@ -99,11 +101,6 @@ class TLBBalanceTestBase(base.ServersTestBase):
         os.makedirs(os.path.join(self.configfs, 'vms'))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_tlbbalance.driver.CONFIGFS', self.configfs))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_tlbbalance.guest_config.HPAGE_PMD_SIZE', hpage))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_tlbbalance.guest_config.SYSFS_CPU',
-            os.path.join(root, 'cpu')))
         return root
 
     def _setup_compute_service(self):

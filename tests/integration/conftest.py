@@ -12,10 +12,14 @@ import subprocess
 import sys
 import time
 
+import jsonschema
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+with open(os.path.join(REPO, 'docs', 'schemas',
+                       'vm-report.schema.json')) as _f:
+    STATUS_SCHEMA = json.load(_f)
 sys.path.insert(0, os.path.join(REPO, 'tools'))
 
 import libvirthost  # noqa: E402
@@ -87,8 +91,12 @@ def cli(*args, check=None):
 
 
 def status_of(name):
+    """(host, vm) of ``tlbbalance status --json``, after checking the
+    whole document against docs/schemas/vm-report.schema.json."""
     _, out, _ = cli('status', '--json', check=0)
     data = json.loads(out)
+    jsonschema.validate(data, STATUS_SCHEMA,
+                        cls=jsonschema.Draft202012Validator)
     for vm in data['vms']:
         if vm['name'] == name:
             return data['host'], vm

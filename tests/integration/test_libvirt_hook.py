@@ -1,11 +1,12 @@
 """The hook and the CLI against a real libvirtd and real QEMU (TCG).
 
 Every domain here is a tiny TCG guest with nothing bootable: QEMU still
-allocates (and with immediate allocation touches) all guest RAM, which is
-what the checks look at. The tlbbalance kernel module cannot be loaded on
-this host (no module support, see platform.md): where registration would
-happen, the tests check that the hook and the CLI say the module is absent,
-and leave the registration path to the e2e tests inside a booted kernel.
+allocates (and with immediate allocation touches) all guest RAM, which is what
+the checks look at. The tlbbalance kernel module cannot be loaded on this host
+(no module support, docs/design/platform.md#virtualization): where registration
+would happen, the tests check that the hook and the CLI say the module is
+absent, and leave the registration path to the e2e tests inside a booted
+kernel.
 """
 
 import json
@@ -20,6 +21,7 @@ from prometheus_client import parser as prom_parser
 import pytest
 
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
@@ -38,7 +40,7 @@ def driver_xml(name, specs, plain=None, **kw):
     pol = Policy.from_extra_specs(specs)
     return guest_config.apply_to_domain_xml(
         plain or libvirthost.plain_domain(name, pins=PINS, **kw), pol,
-        huge_page_kib=guest_config.read_hpage_pmd_kib())
+        huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
 
 
 def tagged_by_hand(name, policy_attrs, backing='', **kw):
@@ -93,8 +95,8 @@ def check_module_state(host, name, vm):
     else:
         # Stated explicitly: this host cannot load tlbbalance.ko.
         assert started['result'].startswith('module absent'), started
-        assert vm['module'] == {'registered': False,
-                                'reason': 'module not loaded'}
+        assert vm['module']['registered'] is False
+        assert vm['module']['reason'] == 'module not loaded'
 
 
 @pytest.fixture
@@ -145,7 +147,7 @@ def test_driver_thp_vm(host, vm):
         assert (r['gpa2hva'] - r['gpa']) % st['page_size'] == 0, r
     check_pins(st, PINS)
     assert st['dies'] == 1
-    assert st['stage2'] == 'n/a (TCG)'
+    assert st['stage2'] is None and st['stage2_unavailable'] == 'TCG'
     check_hook_phases(host, name, ('prepare', 'started'))
     check_module_state(host, name, st)
     cli('verify', '--no-module', name, check=0)
@@ -201,7 +203,7 @@ def test_undercovered_vm_reported(host, vm):
     rc, out, _ = cli('verify', '--no-module', name)
     print(out)
     assert rc == 1 and 'under-covered' in out
-    # the cause is named, not only the figure (issue 11 item 9)
+    # the cause is named, not only the figure
     assert "guest RAM is allocated on demand (no <allocation mode=" in out
     _, st = status_of(name)
     assert st['coverage']['coverage'] < 0.5
@@ -262,7 +264,7 @@ def test_untagged_vm_left_alone(host, vm):
     name = 'tlbbit-untagged'
     vm(name, libvirthost.plain_domain(name, memory_mib=64, pins=PINS))
     # a tagged VM runs beside it: verify UNTAGGED must not answer "no
-    # tagged VM running" (issue 11 item 9)
+    # tagged VM running"
     tagged = 'tlbbit-tagged-beside'
     vm(tagged, driver_xml(tagged, {'tlbbalance:mode': 'monitor'},
                           memory_mib=64))

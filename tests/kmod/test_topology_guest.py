@@ -8,7 +8,8 @@ copies every /sys/devices/system/cpu/cpu*/topology file and /proc/cmdline
 into the console.  The tree is rebuilt here and nova_tlbbalance's own
 readers run on it: the probes behind ``tlbbalance status``/``verify``
 (vmreport.host_facts), the hook's tlbi_scope check (phases.scope_problem),
-the driver's pinning check reader (guest_config.cpu_topology) and the DVMBM
+the driver's pinning check (guest_config.check_pins), all over the one
+reader hostfacts.cpu_topology, and the DVMBM
 detection, once with ``kvm-arm.dvmbm_enabled=1`` on the guest's kernel
 command line and once without.  busybox has no Python, hence the copy.
 
@@ -23,9 +24,10 @@ import subprocess
 import pytest
 
 from nova_tlbbalance import guest_config
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
 from nova_tlbbalance.hook import phases
-from nova_tlbbalance.probes import topology
+from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import vmreport
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -86,20 +88,20 @@ def guest(request, tmp_path_factory):
 
 def test_probe_reads_the_kernels_topology(guest):
     _, root, _ = guest
-    topo = topology.cpu_topology(os.path.join(root, 'sys'))
+    topo = hostfacts.cpu_topology(os.path.join(root, 'sys'))
     assert sorted(topo) == [0, 1, 2, 3]
-    assert {t['package'] for t in topo.values()} == {0}
+    assert {t.package for t in topo.values()} == {0}
     # arm64 has no die level: every CPU is in die 0 of its package.
     assert not os.path.exists(os.path.join(
         root, 'sys', 'devices/system/cpu/cpu0/topology/die_id'))
-    assert {t['die'] for t in topo.values()} == {0}
+    assert {t.die for t in topo.values()} == {0}
     # Two clusters of two cores, CPUs numbered cluster by cluster.
-    assert topo[0]['cluster'] == topo[1]['cluster']
-    assert topo[2]['cluster'] == topo[3]['cluster']
-    assert topo[0]['cluster'] != topo[2]['cluster']
-    assert topology.span({0, 1}, topo) == {'dies': 1, 'clusters': 1}
-    assert topology.span({1, 2}, topo) == {'dies': 1, 'clusters': 2}
-    assert topology.span(set(topo), topo) == {'dies': 1, 'clusters': 2}
+    assert topo[0].cluster == topo[1].cluster
+    assert topo[2].cluster == topo[3].cluster
+    assert topo[0].cluster != topo[2].cluster
+    assert hostfacts.span({0, 1}, topo) == {'dies': 1, 'clusters': 1}
+    assert hostfacts.span({1, 2}, topo) == {'dies': 1, 'clusters': 2}
+    assert hostfacts.span(set(topo), topo) == {'dies': 1, 'clusters': 2}
 
 
 def test_status_host_facts(guest):
@@ -118,7 +120,7 @@ def test_status_host_facts(guest):
 
 def test_hook_tlbi_scope_check(guest):
     _, root, _ = guest
-    topo = topology.cpu_topology(os.path.join(root, 'sys'))
+    topo = hostfacts.cpu_topology(os.path.join(root, 'sys'))
     assert phases.scope_problem('cluster', {0, 1}, topo) is None
     assert phases.scope_problem('cluster', {2, 3}, topo) is None
     problem = phases.scope_problem('cluster', {1, 2}, topo)
@@ -128,19 +130,21 @@ def test_hook_tlbi_scope_check(guest):
     assert phases.scope_problem('die', {0, 1, 2, 3}, topo) is None
 
 
-def test_driver_pinning_reader(guest):
+def test_driver_pinning_check(guest):
+    # The driver's pin check judges with the same table as the hook.
     _, root, _ = guest
-    sysfs_cpu = os.path.join(root, 'sys', 'devices/system/cpu')
-    ids = {c: guest_config.cpu_topology(c, sysfs_cpu) for c in range(4)}
-    assert ids[0] == ids[1] != ids[2] == ids[3]
-    assert {i[0] for i in ids.values()} == {0}
-    assert guest_config.cpu_topology(4, sysfs_cpu) is None
+    topo = hostfacts.cpu_topology(os.path.join(root, 'sys'))
+    pol = Policy(mode='off', backing='none', tlbi_scope='cluster',
+                 strict=True)
+    guest_config.check_pins({0: {0}, 1: {1}}, 2, pol, topo)
+    with pytest.raises(guest_config.PolicyConflict, match='2 clusters'):
+        guest_config.check_pins({0: {1}, 1: {2}}, 2, pol, topo)
 
 
 def test_dvmbm_detection(guest):
     kind, root, dmesg = guest
-    got = topology.dvmbm(os.path.join(root, 'proc'),
-                         os.path.join(root, 'sys'), kmsg_lines=dmesg)
+    got = hostfacts.dvmbm(os.path.join(root, 'proc'),
+                          os.path.join(root, 'sys'), kmsg_lines=dmesg)
     cmdline = open(os.path.join(root, 'proc', 'cmdline')).read()
     if kind == 'dvmbm':
         assert 'kvm-arm.dvmbm_enabled=1' in cmdline

@@ -6,6 +6,7 @@ import pytest
 from lxml import etree
 
 from nova_tlbbalance import guest_config as gc
+from nova_tlbbalance import hostfacts
 from nova_tlbbalance.policy import NS, Policy
 
 PLAIN = """<domain type='qemu'>
@@ -35,7 +36,9 @@ def apply(xml, **kw):
 
 
 def topo(table):
-    return lambda cpu: table.get(cpu)
+    """{cpu: (package, die, cluster)} -> the table hostfacts reads."""
+    return {cpu: hostfacts.CpuIds(*ids, core=0)
+            for cpu, ids in table.items()}
 
 
 def test_none_policy_returns_input_unchanged():
@@ -226,22 +229,30 @@ def test_tlbi_scope_unknown_topology_warns(caplog):
     assert 'cannot check' in caplog.text
 
 
-def test_sysfs_readers(tmp_path):
-    (tmp_path / 'hp').write_text('33554432\n')
-    assert gc.read_hpage_pmd_kib(str(tmp_path / 'hp')) == 32768
-    assert gc.read_hpage_pmd_kib(str(tmp_path / 'missing')) is None
-    t = tmp_path / 'cpu' / 'cpu3' / 'topology'
-    t.mkdir(parents=True)
-    (t / 'physical_package_id').write_text('1\n')
-    (t / 'die_id').write_text('2\n')
-    assert gc.cpu_topology(3, str(tmp_path / 'cpu')) == (1, 2, 0)
-    assert gc.cpu_topology(4, str(tmp_path / 'cpu')) is None
+def test_pin_check_reads_hosts_topology_table(tmp_path):
+    # The pin check judges with hostfacts.cpu_topology, the table the hook
+    # and verify use: a CPU without physical_package_id is of unknown
+    # place (warning, not a conflict); die/cluster ids missing count as 0.
+    sys_root = tmp_path / 'sys'
+    for cpu, ids in ((0, {'physical_package_id': 0, 'die_id': 0}),
+                     (1, {'physical_package_id': 0, 'die_id': 1}),
+                     (2, {'physical_package_id': 0})):
+        t = sys_root / 'devices' / 'system' / 'cpu' / ('cpu%d' % cpu) / \
+            'topology'
+        t.mkdir(parents=True)
+        for name, value in ids.items():
+            (t / name).write_text('%d\n' % value)
+    table = hostfacts.cpu_topology(str(sys_root))
+    pol = Policy(mode='off', backing='none', tlbi_scope='die', strict=True)
+    apply(pinned(['0', '2']), policy=pol, topology=table)
+    with pytest.raises(gc.PolicyConflict, match='span 2 dies'):
+        apply(pinned(['0', '1']), policy=pol, topology=table)
 
 
-def test_this_hosts_sysfs_is_readable():
-    # The real files on this machine (x86_64: 2 MiB; CPU 0 exists).
-    assert gc.read_hpage_pmd_kib() in (2048, 32768, 524288)
-    assert gc.cpu_topology(0) is not None
+def test_this_hosts_topology_is_read_by_default():
+    # No table given: this machine's own sysfs (hostfacts, /sys).
+    pol = Policy(mode='off', backing='none', tlbi_scope='die', strict=True)
+    apply(pinned(['0', '0']), policy=pol)
 
 
 @pytest.mark.parametrize('xml,match', [

@@ -1,9 +1,8 @@
-"""proc/topology probes over a temporary /proc and /sys tree."""
+"""QEMU process probes over a temporary /proc tree."""
 
 import os
 
 from nova_tlbbalance.probes import proc
-from nova_tlbbalance.probes import topology
 
 SMAPS = """\
 7f0000000000-7f0008000000 rw-p 00000000 00:00 0
@@ -81,48 +80,6 @@ def test_smaps_coverage(tmp_path):
     assert res['hugetlb'] == 128 << 20     # shared + private, 3rd VMA out
     assert res['kernel_page'] == 2 << 20
     assert abs(res['coverage'] - (254 / 256)) < 1e-9
-
-
-def test_sys_facts(tmp_path):
-    s = str(tmp_path)
-    assert proc.hpage_pmd_size(s) == 2 << 20          # default
-    write(s + '/kernel/mm/transparent_hugepage/hpage_pmd_size', '33554432')
-    write(s + '/kernel/mm/transparent_hugepage/enabled',
-          'always [madvise] never\n')
-    assert proc.hpage_pmd_size(s) == 32 << 20
-    assert proc.thp_mode(s) == 'madvise'
-    for node, free in ((0, 5), (1, 7)):
-        write('%s/devices/system/node/node%d/hugepages/hugepages-2048kB/'
-              'free_hugepages' % (s, node), '%d\n' % free)
-    assert proc.free_hugepages(2 << 20, s) == {0: 5, 1: 7}
-    assert proc.free_hugepages(1 << 30, s) == {0: 0, 1: 0}
-    write(str(tmp_path / 'meminfo'), 'MemTotal: 1 kB\nHugepagesize:    '
-          '1048576 kB\n')
-    assert proc.default_hugepage_size(str(tmp_path)) == 1 << 30
-
-
-def test_topology_and_dvmbm(tmp_path):
-    s = str(tmp_path)
-    # 8 CPUs: 2 dies x 2 clusters x 2 cores
-    for cpu in range(8):
-        base = '%s/devices/system/cpu/cpu%d/topology/' % (s, cpu)
-        write(base + 'physical_package_id', '0')
-        write(base + 'die_id', str(cpu // 4))
-        write(base + 'cluster_id', str(cpu // 2))
-        write(base + 'core_id', str(cpu))
-    topo = topology.cpu_topology(s)
-    assert topology.span([0, 1], topo) == {'dies': 1, 'clusters': 1}
-    assert topology.span([0, 3], topo) == {'dies': 1, 'clusters': 2}
-    assert topology.span([0, 7], topo) == {'dies': 2, 'clusters': 2}
-    write(s + '/cmdline', 'ro quiet\n')
-    assert topology.dvmbm(s, s, kmsg_lines=[])['enabled'] is False
-    assert topology.dvmbm(s, s, kmsg_lines=[
-        '6,1,2,-;KVM dvmbm enabled'])['enabled'] is True
-    write(s + '/cmdline', 'ro kvm-arm.dvmbm_enabled=1\n')
-    assert topology.dvmbm(s, s, kmsg_lines=[]) == {
-        'enabled': True, 'source': 'kernel command line'}
-    write(s + '/module/kvm/parameters/dvmbm_enabled', 'N\n')
-    assert topology.dvmbm(s, s, kmsg_lines=[])['enabled'] is False
 
 
 def test_smaps_ranges_not_starting_a_vma(tmp_path):

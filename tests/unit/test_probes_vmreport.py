@@ -6,6 +6,7 @@ a registered module)."""
 import os
 
 from nova_tlbbalance import modclient
+from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import vmreport
 
 MiB = 1 << 20
@@ -80,36 +81,36 @@ def test_kvm_vm_report(tmp_path):
     roots = tree(tmp_path)
     host, reps = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
     (rep,) = reps
-    assert rep['errors'] == []
-    assert rep['stage2'] == {'pages_4k': 10, 'pages_2m': 31}
-    assert rep['coverage']['coverage'] == 62 / 64
-    assert rep['aligned'] and rep['ranges'][0]['gpa2hva'] == HVA
-    assert rep['module']['registered'] is True
-    assert rep['module']['status']['state'] == 'monitoring'
-    assert rep['vcpus'][0]['accel'] == 'KVM'
-    assert host['module']['loaded'] and '_topology' not in \
-        vmreport.public(host)
+    assert rep.errors == []
+    assert rep.stage2 == {'pages_4k': 10, 'pages_2m': 31}
+    assert rep.stage2_unavailable is None
+    assert rep.coverage.coverage == 62 / 64
+    assert rep.aligned and rep.ranges[0].gpa2hva == HVA
+    assert rep.module.registered is True
+    assert rep.module.status['state'] == 'monitoring'
+    assert rep.vcpus[0].accel == 'KVM'
+    assert host.module.loaded and 'topology' not in host.to_json()
 
 
 def test_gpa2hva_is_authoritative(tmp_path):
     roots = tree(tmp_path)
     _, (rep,) = vmreport.collect(
         roots, conn=FakeConn(XML % cpus(), HVA + 0x1000))
-    r = rep['ranges'][0]
-    assert r['hva'] == HVA and r['gpa2hva'] == HVA + 0x1000
-    assert r['misalignment'] == 0x1000 and rep['aligned'] is False
+    r = rep.ranges[0]
+    assert r.hva == HVA and r.gpa2hva == HVA + 0x1000
+    assert r.misalignment == 0x1000 and rep.aligned is False
 
 
 def test_registered_pid_mismatch_and_no_module(tmp_path):
     roots = tree(tmp_path)
     (tmp_path / 'cfs/vms/vm1/status').write_text('pid 1\n')
     _, (rep,) = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
-    assert rep['module']['registered'] is False
-    assert 'registered pid 1 is not QEMU pid 500' in rep['module']['reason']
+    assert rep.module.registered is False
+    assert 'registered pid 1 is not QEMU pid 500' in rep.module.reason
     roots.configfs = str(tmp_path / 'none')
     _, (rep,) = vmreport.collect(roots, conn=FakeConn(XML % cpus(), HVA))
-    assert rep['module'] == {'registered': False,
-                             'reason': 'module not loaded'}
+    assert rep.module == records.ModuleState(registered=False,
+                                             reason='module not loaded')
     assert modclient.Client(roots.configfs).present() is False
 
 
@@ -120,14 +121,15 @@ def test_ram_maps_cannot_place_is_asked_of_qemu(tmp_path):
           '/memfd:x (deleted)\n' % (HVA, HVA + 64 * MiB + 4096))
     _, (rep,) = vmreport.collect(
         roots, conn=FakeConn(XML % cpus(), HVA + 0x1000))
-    assert rep['errors'] == []
-    assert rep['notes'][0].startswith('guest RAM placed by gpa2hva only')
-    r = rep['ranges'][0]
+    assert rep.errors == []
+    assert rep.notes[0].startswith('guest RAM placed by gpa2hva only')
+    r = rep.ranges[0]
     # the HVA is QEMU's answer, not compared with itself a second time
-    assert r['hva'] == HVA + 0x1000 and r['hva_source'] == 'gpa2hva'
-    assert 'gpa2hva' not in r
-    assert r['misalignment'] == 0x1000 and rep['aligned'] is False
+    assert r.hva == HVA + 0x1000 and r.hva_source == 'gpa2hva'
+    assert r.gpa2hva is None
+    assert r.misalignment == 0x1000 and rep.aligned is False
     roots.configfs = None
     _, (rep,) = vmreport.collect(roots, monitor=False,
                                  conn=FakeConn(XML % cpus(), HVA))
-    assert 'no mapping of that size' in rep['errors'][0]
+    assert 'no mapping of that size' in rep.errors[0]
+    assert rep.ranges is None and rep.aligned is None

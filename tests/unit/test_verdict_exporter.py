@@ -1,6 +1,7 @@
 """verify's reasons and the exporter's text, from synthetic VM reports."""
 
 import copy
+import dataclasses
 import wsgiref.util
 
 from prometheus_client.openmetrics import exposition as om_exposition
@@ -14,51 +15,56 @@ from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.cli import status
 from nova_tlbbalance.probes import libvirt_conn
+from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import verdict
 from nova_tlbbalance.probes import vmreport
 
 MiB = 1 << 20
 
-HOST = {'thp': 'madvise', 'hpage_pmd_size': 2 * MiB, 'cpus': 8, 'dies': 2,
-        'clusters': 4, 'dvmbm': {'enabled': True, 'source': 'kernel log'},
-        'module': {'loaded': True, 'configfs': '/cfs'}}
+HOST = records.HostFacts(
+    thp='madvise', hpage_pmd_size=2 * MiB, cpus=8, dies=2, clusters=4,
+    dvmbm=records.Dvmbm(enabled=True, source='kernel log'),
+    module=records.ModulePresence(loaded=True, configfs='/cfs'))
 
-GOOD = {
-    'name': 'vm1', 'errors': [], 'managed': True, 'memory': 256 * MiB,
-    'backing': 'anonymous immediate', 'page_size': 2 * MiB, 'pid': 7,
-    'policy': {'mode': 'balance', 'backing': 'thp', 'tlbi_scope': 'die',
-               'strict': False, 'params': {}},
-    'ranges': [{'block': 'pc.ram', 'gpa': 0, 'hva': 0x7f0000000000,
-                'gpa2hva': 0x7f0000000000, 'length': 256 * MiB,
-                'misalignment': 0, 'ambiguous': False}],
-    'aligned': True,
-    'coverage': {'anon_huge': 255 * MiB, 'hugetlb': 0, 'size': 256 * MiB,
-                 'coverage': 255 / 256, 'rss': 256 * MiB,
-                 'kernel_page': 4096},
-    'vcpus': [{'vcpu': 0, 'tid': 8, 'accel': 'KVM', 'affinity': '0',
-               'pinned': '0', 'matches_pin': True}],
-    'cpus_allowed': '0', 'dies': 1, 'clusters': 1,
-    'stage2': {'pages_4k': 160, 'pages_2m': 127},
-    'module': {'registered': True, 'dir': 'vm1', 'status': {
+GOOD = records.VmReport(
+    name='vm1', managed=True, memory=256 * MiB,
+    backing='anonymous immediate', page_size=2 * MiB, pid=7,
+    policy=records.PolicyView(mode='balance', backing='thp',
+                              tlbi_scope='die', strict=False, params={}),
+    ranges=[records.RamRange(
+        block='pc.ram', gpa=0, hva=0x7f0000000000, gpa2hva=0x7f0000000000,
+        length=256 * MiB, misalignment=0, ambiguous=False,
+        hva_source='maps')],
+    aligned=True,
+    coverage=records.Coverage(anon_huge=255 * MiB, hugetlb=0,
+                              size=256 * MiB, coverage=255 / 256,
+                              rss=256 * MiB, kernel_page=4096),
+    vcpus=[records.Vcpu(vcpu=0, tid=8, accel='KVM', affinity='0',
+                        pinned='0', matches_pin=True)],
+    cpus_allowed='0', dies=1, clusters=1,
+    stage2={'pages_4k': 160, 'pages_2m': 127},
+    module=records.ModuleState(registered=True, dir='vm1', status={
         'huge_pages': '127', 'huge_limit': '128', 'load': '12.500',
-        'state': 'idle', 'cpus_allowed': '0', 'pid': '7'}},
-}
+        'state': 'idle', 'cpus_allowed': '0', 'pid': '7'}))
 
 
 def test_good_vm_passes():
     assert verdict.reasons(GOOD) == []
-    unmanaged = dict(GOOD, managed=False, policy=None, aligned=False)
+    unmanaged = dataclasses.replace(GOOD, managed=False, policy=None,
+                                    aligned=False)
     assert verdict.reasons(unmanaged) == []
 
 
 def test_each_failure_is_named():
     bad = copy.deepcopy(GOOD)
-    bad['ranges'][0].update(misalignment=0x1000, gpa2hva=0x7f0000001000)
-    bad['coverage']['coverage'] = 0.5
-    bad['dies'] = 2
-    bad['cpus_allowed'] = '0,7'
-    bad['vcpus'][0].update(affinity='0,7', matches_pin=False)
-    bad['module'] = {'registered': False, 'reason': 'module not loaded'}
+    bad.ranges[0].misalignment = 0x1000
+    bad.ranges[0].gpa2hva = 0x7f0000001000
+    bad.coverage.coverage = 0.5
+    bad.dies = 2
+    bad.cpus_allowed = '0,7'
+    bad.vcpus[0].affinity, bad.vcpus[0].matches_pin = '0,7', False
+    bad.module = records.ModuleState(registered=False,
+                                     reason='module not loaded')
     why = verdict.reasons(bad)
     assert len(why) == 6, why
     assert why[0].startswith('misaligned: RAM block pc.ram GPA 0x0 at HVA '
@@ -94,14 +100,14 @@ def test_limiter_stuck_is_reported():
         'limiter stuck: 128 huge page(s) above the limit 0 could not be '
         'split (EFAULT: Bad address); part of the guest RAM is not '
         'accessible to the limiter (made PROT_NONE?)')
-    assert modclient.limiter_problem(GOOD['module']['status']) is None
+    assert modclient.limiter_problem(GOOD.module.status) is None
     assert modclient.limiter_problem(
         {'limiter_stuck': '0', 'limiter_error': '-14'}) is None
     assert 'unreadable' in modclient.limiter_problem({'limiter_stuck': 'x'})
 
     rep = copy.deepcopy(GOOD)
-    rep['module']['status'] = STUCK_STATUS
-    rep['module']['limiter'] = problem
+    rep.module.status = STUCK_STATUS
+    rep.module.limiter = problem
     assert verdict.reasons(rep) == [problem]
     text = status.table(HOST, [rep])
     assert 'lowering 128/0 STUCK' in text
@@ -116,10 +122,10 @@ def test_vmreport_names_a_stuck_limiter(tmp_path):
 
     class Dom:
         name, uuid = 'vm1', None
-    rep = {}
+    rep = records.VmReport(name='vm1')
     vmreport._module(rep, Dom, 7, modclient.Client(str(tmp_path)))
-    assert rep['module']['registered']
-    assert rep['module']['limiter'].startswith('limiter stuck: 128')
+    assert rep.module.registered
+    assert rep.module.limiter.startswith('limiter stuck: 128')
 
 
 # A registered VM's status as the module prints it: every stat of
@@ -150,7 +156,7 @@ def test_exporter_types_and_values_by_prometheus_parser():
     counters for what only grows (with _total), gauges in base units
     (ratios 0-1, bytes), info for the text stats."""
     rep = copy.deepcopy(GOOD)
-    rep['module']['status'] = FULL_STATUS
+    rep.module.status = FULL_STATUS
     assert set(FULL_STATUS) - {'pid'} == {
         s.name for s in module_defs.stats()}
     text = exporter.render(HOST, [rep], {'vm1': ['one reason']})
@@ -203,7 +209,7 @@ def test_exporter_types_and_values_by_prometheus_parser():
                 'tlbbalance_splits_total'):
         assert old not in fams
     # unregistered, unmanaged VMs have no module stats
-    bare = dict(GOOD, name='vm2', managed=False, module=None)
+    bare = dataclasses.replace(GOOD, name='vm2', managed=False, module=None)
     fams = _families(exporter.render(HOST, [bare]))
     assert 'tlbbalance_huge_pages' not in fams
     assert _sample(fams['tlbbalance_vm_managed'], 'tlbbalance_vm_managed',
@@ -213,7 +219,7 @@ def test_exporter_types_and_values_by_prometheus_parser():
 
 def test_exporter_openmetrics_keeps_info_and_counter_types():
     rep = copy.deepcopy(GOOD)
-    rep['module']['status'] = FULL_STATUS
+    rep.module.status = FULL_STATUS
     reg = exporter.registry(lambda: (HOST, [rep], {'vm1': []}))
     text = om_exposition.generate_latest(reg).decode()
     fams = _families(text, om_parser)
@@ -273,23 +279,23 @@ def test_exporter_http_app():
 
 
 def test_undercovered_names_the_cause():
-    """Host THP `never` (issue 11 item 9): the reason says so, not only a
+    """Host THP `never`: the reason says so, not only a
     figure; likewise on-demand allocation."""
     low = copy.deepcopy(GOOD)
-    low['coverage']['coverage'] = 0.0
-    never = dict(HOST, thp='never')
+    low.coverage.coverage = 0.0
+    never = dataclasses.replace(HOST, thp='never')
     why = verdict.reasons(low, host=never)
     assert why == ['under-covered: 0.0 % of guest RAM is on huge pages '
                    '(AnonHugePages), below 95.0 %; host transparent huge '
                    'pages are off (/sys/kernel/mm/transparent_hugepage/'
                    'enabled: never)'], why
-    low['backing'] = 'anonymous'
+    low.backing = 'anonymous'
     why = verdict.reasons(low, host=HOST)
     assert why[0].endswith("; guest RAM is allocated on demand (no "
                            "<allocation mode='immediate'/>): only what the "
                            "guest touched is backed"), why
     # hugetlbfs backing: neither THP nor allocation is the cause
     huge = copy.deepcopy(low)
-    huge['policy']['backing'] = 'hugetlbfs'
-    huge['backing'] = 'hugetlbfs 2048K'
-    assert verdict.coverage_causes(huge, huge['policy'], never) == []
+    huge.policy.backing = 'hugetlbfs'
+    huge.backing = 'hugetlbfs 2048K'
+    assert verdict.coverage_causes(huge, huge.policy, never) == []

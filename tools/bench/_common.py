@@ -12,6 +12,7 @@ for _p in (TOP, os.path.join(TOP, 'tools')):
 
 import libvirthost  # noqa: E402,F401
 from nova_tlbbalance import guest_config  # noqa: E402
+from nova_tlbbalance import hostfacts  # noqa: E402
 from nova_tlbbalance.policy import Policy  # noqa: E402
 
 
@@ -24,7 +25,7 @@ def tagged_xml(name, memory_mib, mode='monitor'):
     pol = Policy.from_extra_specs({'tlbbalance:mode': mode,
                                    'tlbbalance:backing': 'thp'})
     return guest_config.apply_to_domain_xml(
-        plain, pol, huge_page_kib=guest_config.read_hpage_pmd_kib())
+        plain, pol, huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
 
 
 def fmt(values, unit='s', scale=1.0):

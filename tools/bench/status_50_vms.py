@@ -64,8 +64,8 @@ def main():
         vms = [v for v in data['vms'] if v['name'].startswith('tlbbench-')]
         assert len(vms) == args.vms, len(vms)
         covered = sum(1 for v in vms
-                      if v.get('coverage', {}).get('coverage', 0) >= 0.99)
-        aligned = sum(1 for v in vms if v.get('aligned'))
+                      if (v['coverage'] or {}).get('coverage', 0) >= 0.99)
+        aligned = sum(1 for v in vms if v['aligned'])
         quick, _ = timed(cli + ['status', '--json', '--no-monitor'],
                          args.runs)
         table, _ = timed(cli + ['status'], args.runs)

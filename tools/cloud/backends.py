@@ -1,8 +1,8 @@
 """MariaDB and RabbitMQ from Debian's packages, started by hand.
 
-No systemd here (platform.md): each server runs in the foreground as a
-process of this cloud, with its data, sockets and pid files under the
-cloud's directory and its ports on 127.0.0.1 only.
+No systemd here (docs/design/platform.md): each server runs in the
+foreground as a process of this cloud, with its data, sockets and pid
+files under the cloud's directory and its ports on 127.0.0.1 only.
 """
 
 import os
@@ -95,8 +95,9 @@ def _rabbit_env(lay):
         'RABBITMQ_ADVANCED_CONFIG_FILE': os.path.join(base,
                                                       'advanced.config'),
         'RABBITMQ_CONF_ENV_FILE': os.path.join(base, 'rabbitmq-env.conf'),
-        # platform.md: epmd listens on all addresses unless told, and
-        # another epmd may own the default port: ours is private.
+        # docs/design/platform.md#a-real-cloud-on-this-machine: epmd
+        # listens on all addresses unless told, and another epmd may own
+        # the default port: ours is private.
         'ERL_EPMD_ADDRESS': '127.0.0.1',
         'ERL_EPMD_PORT': str(lay.port('epmd')),
     }

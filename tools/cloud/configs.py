@@ -133,7 +133,8 @@ def keystone(lay):
         'fernet_receipts': {
             'key_repository': lay.path('data', 'fernet-receipts')},
         'credential': {'key_repository': lay.path('data', 'credential')},
-        # platform.md: without a cache token validation took 1-18 s
+        # docs/design/platform.md#a-real-cloud-on-this-machine: without
+        # a cache token validation took 1-18 s
         'cache': {'enabled': True, 'backend': 'oslo_cache.dict'},
     }
 
@@ -240,7 +241,8 @@ def nova(lay):
     c['database'] = {'connection': lay.db('nova')}
     c['api'] = {'auth_strategy': 'keystone'}
     c['scheduler'] = {
-        # platform.md: 40-55 s of the start went into host discovery
+        # docs/design/platform.md#a-real-cloud-on-this-machine: 40-55 s
+        # of the start went into host discovery
         'discover_hosts_in_cells_interval': 2,
         'workers': 1,
     }
@@ -326,7 +328,8 @@ def uwsgi(lay, name, module, extra=()):
         '--master', '--processes', '1', '--threads', '4',
         '--enable-threads', '--lazy-apps', '--die-on-term',
         '--need-app', '--buffer-size', '65535',
-        # platform.md: kept-alive clients got resets mid-setup without it
+        # docs/design/platform.md#a-real-cloud-on-this-machine:
+        # kept-alive clients got resets mid-setup without it
         '--add-header', 'Connection: close',
         '--pidfile', lay.path('run', name + '.uwsgi.pid'),
     ] + list(extra)

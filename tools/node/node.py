@@ -466,8 +466,8 @@ class Node:
             argv += ['-virtfs', 'local,path=%s,mount_tag=tlbbshare%d,'
                      'security_model=none,multidevs=remap' % (host_path, i)]
         if self.libvirt_relay:
-            # platform.md, "Driving a node's libvirtd from the host": one
-            # long-lived client (nova-compute) per port.
+            # docs/design/platform.md#driving-a-nodes-libvirtd-from-the-host:
+            # one long-lived client (nova-compute) per port.
             argv += ['-chardev', 'socket,id=libvirt,path=%s,server=on,'
                      'wait=off' % self.libvirt_relay,
                      '-device', 'virtserialport,chardev=libvirt,'

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Relay inside the node: virtio-serial port ``tlbb.libvirt`` <-> libvirtd.
 
-Started by node-init.sh when the launcher asked for it (tools/cloud's kvm
-host: nova-compute on the host drives this node's libvirtd with
+Started by node-init.sh when the launcher asked for it (tools/cloud's kvm host:
+nova-compute on the host drives this node's libvirtd with
 ``qemu+unix:///system?socket=<host end of the port>``). A port is one byte
-stream: it carries one client at a time (platform.md, "Driving a node's
-libvirtd from the host"). The session with libvirtd is opened when the
-first bytes arrive and closed when the host end hangs up (a read of 0
-bytes) or libvirtd closes it; the host side then reconnects afresh.
+stream: it carries one client at a time
+(docs/design/platform.md#driving-a-nodes-libvirtd-from-the-host). The session
+with libvirtd is opened when the first bytes arrive and closed when the host
+end hangs up (a read of 0 bytes) or libvirtd closes it; the host side then
+reconnects afresh.
 
 Only the standard library: it runs under Debian's /usr/bin/python3.
 """

@@ -52,7 +52,10 @@ TEST(params_defaults_are_the_papers)
 	TEST_ASSERT_EQ(tlbb_params_check(&p), 0);
 	for (i = 0; i < TLBB_P_COUNT; i++)
 		TEST_ASSERT_EQ(tlbb_param_get(&p, i), tlbb_param_descs[i].def);
-	/* The paper's figures (domain.md): threshold 20, 3 samples, ~10 s. */
+	/*
+	 * The paper's figures (docs/design/background.md): threshold 20,
+	 * 3 samples, ~10 s.
+	 */
 	TEST_ASSERT_EQ(p.imbalance_threshold, 20);
 	TEST_ASSERT_EQ(p.samples, 3);
 	TEST_ASSERT_EQ(p.sustain_ms, 10000);

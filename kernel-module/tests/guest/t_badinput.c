@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * t_badinput: every attribute given malformed, out-of-range, overflowing and
- * hostile values (issue 2, test c). Each write must fail with the errno
+ * hostile values. Each write must fail with the errno
  * docs/kernel-module.md names and change nothing: the VM's status, ranges
  * and vcpu_tids are compared before and after every write (an empty,
  * zero-byte write never reaches the module: configfs itself returns

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * t_commit: staged registration (issue 11 item 17, issue 14 item 1).
+ * t_commit: staged registration (docs/kernel-module.md).
  *
  * Each write(2) is parsed alone, so a registration written attribute by
  * attribute is applied piece by piece (a pid written one byte at a time

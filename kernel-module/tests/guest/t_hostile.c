@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * t_hostile: the module against a hostile local user and a process that
- * moves or protects its own memory (issue 11, items 11, 12, 14, 16).
+ * moves or protects its own memory (docs/kernel-module.md).
  *
- *  - item 14: per-VM files are root's only: modes 0600 / 0400, and user
+ *  - per-VM files are root's only: modes 0600 / 0400, and user
  *    nobody can open none of them (pid, ranges, vcpu_tids, status, stats).
- *  - item 11: a monitored or balanced VM cannot be removed: rmdir fails
+ *  - a monitored or balanced VM cannot be removed: rmdir fails
  *    with EBUSY as uid 0 without CAP_SYS_ADMIN (configfs cannot check
  *    capabilities on rmdir: the directory is pinned while the module acts)
  *    and EACCES as nobody; the VM and its hold stay. root too gets EBUSY;
  *    after "off" (CAP_SYS_ADMIN) rmdir works.
- *  - item 12: the limiter flags the region VM_NOHUGEPAGE, the process
+ *  - the limiter flags the region VM_NOHUGEPAGE, the process
  *    mremaps it elsewhere; mode off (and off + rmdir) must clear the flag
  *    at the new address, and the memory must get huge pages again
  *    (MADV_COLLAPSE, else khugepaged).
- *  - item 16: a balanced range made PROT_NONE cannot be split (EFAULT):
+ *  - a balanced range made PROT_NONE cannot be split (EFAULT):
  *    status reports the huge pages over the limit (limiter_stuck), and
  *    that clears once the range is accessible again and gets split.
  *
@@ -216,7 +216,7 @@ static void test_rmdir(void)
 	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
 }
 
-/* item 12: mremap the held region, then mode off / rmdir. */
+/* mremap the held region, then mode off / rmdir. */
 static char *test_mremap(char *p)
 {
 	char *dst, *q;
@@ -245,7 +245,7 @@ static char *test_mremap(char *p)
 	       "the moved memory gets huge pages again (%ld of %d)", huge,
 	       PAGES);
 
-	/* once more, ended by rmdir (after off: item 11) */
+	/* once more, ended by rmdir (allowed after off) */
 	err = tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", q, len);
 	err = err ?: tlbb_set(VM, "mode", "balance\n");
 	tap_require(!err, "register the moved region: %s", strerror(-err));
@@ -275,7 +275,7 @@ static int status_num(const char *key, long long *v)
 	return err;
 }
 
-/* item 16: PROT_NONE, the splits fail, status says so. */
+/* PROT_NONE, the splits fail, status says so. */
 static void test_protnone(void)
 {
 	long long stuck = -1, lerr = 0;

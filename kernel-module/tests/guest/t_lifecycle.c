@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * t_lifecycle: the VM object's life (issue 2, test c).
+ * t_lifecycle: the VM object's life.
  *
  *  - a new VM directory has one attribute per line of tlbb_params.def and
  *    tlbb_stats.def, parameters at their defaults, "inject_enabled 1";

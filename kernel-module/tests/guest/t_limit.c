@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * t_limit: limit and restore on real memory (issue 2, test a).
+ * t_limit: limit and restore on real memory.
  *
  * This process holds 128 MiB of THP memory (64 huge pages on x86), filled
  * with a pattern, and registers itself as a VM in balance mode. Refill

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * t_readcost: reading a VM's statistics must be cheap and bounded
- * (issue 11, item 13). A target process maps 64 TiB PROT_NONE (no memory,
+ * (docs/kernel-module.md). A target process maps 64 TiB PROT_NONE (no memory,
  * no page tables) and is registered with that range, mode off, so every
  * read of huge_pages / status counts afresh. A reader reads both in a
  * loop; meanwhile root writes a tunable and the target itself maps and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * t_scale: 1 000 VMs registered at once (issue 2, test c).
+ * t_scale: 1 000 VMs registered at once.
  *
  * 1 000 child processes share (copy-on-write) one THP-backed region of
  * REGION bytes mapped by huge PMDs in each of them. Each child is a VM in

@@ -2,7 +2,8 @@
 booted through the API is registered with the module, with real stage-2
 mappings that follow the module's huge page limit (N_hl).
 
-On this machine no PMU counts TLB refills by page size (platform.md): the
+On this machine no PMU counts TLB refills by page size
+(docs/design/platform.md#virtualization): the
 imbalance is fed through the module's TEST-ONLY injection backend
 (``/sys/kernel/debug/tlbbalance/inject``, loaded with ``allow_inject=1``),
 and the test checks that the module says so. The controller, the limiter
@@ -83,8 +84,8 @@ class ModuleTraitTest(base.TLBBalanceTest):
         host, domain = self.where(server['id'])
         self.modules_present(host)
         rep = hosts.wait_until('%s registered on %s' % (domain, host.name),
-                               lambda: (lambda r: r if r and r.get(
-                                   'module', {}).get('registered')
+                               lambda: (lambda r: r if r and (r[
+                                   'module'] or {}).get('registered')
                                    else None)(host.vm(domain)),
                                CONF.tlbbalance.host_check_timeout)
         st = rep['module']['status']
