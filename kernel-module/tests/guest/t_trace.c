@@ -48,6 +48,7 @@
 #define TRACING		"/sys/kernel/tracing"
 #define EVENTS		TRACING "/events/tlbbalance"
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#define MAX_STEPS	16		/* limit steps recorded per direction */
 
 static const char * const events[] = {
 	"tlbb_decision", "tlbb_step_down", "tlbb_step_up", "tlbb_split",
@@ -139,12 +140,22 @@ static long status_long(const char *vm, const char *key)
 struct seen {
 	unsigned int lines, other_vm, bad_pid;
 	unsigned int decisions, lower, raise;
-	unsigned long long down[16][2], up[16][2];
+	unsigned long long down[MAX_STEPS][2], up[MAX_STEPS][2];
 	unsigned int nr_down, nr_up;
 	unsigned long long split_sum;
 	unsigned int splits, restores, efault;
 	unsigned int decision_bad;
 };
+
+static void add_step(unsigned long long (*steps)[2], unsigned int *n,
+		     unsigned long long from, unsigned long long to)
+{
+	if (*n < MAX_STEPS) {
+		steps[*n][0] = from;
+		steps[*n][1] = to;
+	}
+	(*n)++;
+}
 
 static void parse_line(const char *ln, struct seen *s)
 {
@@ -180,18 +191,10 @@ static void parse_line(const char *ln, struct seen *s)
 			s->decision_bad += a != b;
 	} else if (sscanf(ev, "tlbb_step_down: vm=%*s pid=%*d limit=%llu->%llu",
 			  &a, &b) == 2) {
-		if (s->nr_down < 16) {
-			s->down[s->nr_down][0] = a;
-			s->down[s->nr_down][1] = b;
-		}
-		s->nr_down++;
+		add_step(s->down, &s->nr_down, a, b);
 	} else if (sscanf(ev, "tlbb_step_up: vm=%*s pid=%*d limit=%llu->%llu",
 			  &a, &b) == 2) {
-		if (s->nr_up < 16) {
-			s->up[s->nr_up][0] = a;
-			s->up[s->nr_up][1] = b;
-		}
-		s->nr_up++;
+		add_step(s->up, &s->nr_up, a, b);
 	} else if (sscanf(ev, "tlbb_split: vm=%*s pid=%*d limit=%llu huge_pages=%llu->%llu split=%llu",
 			  &a, &h, &b, &x) == 4) {
 		s->splits++;
@@ -338,7 +341,7 @@ int main(void)
 	       s.lower == s.nr_down && s.raise == s.nr_up,
 	       "tlbb_decision: one a tick; lower/raise exactly where the limit moved (%u bad)",
 	       s.decision_bad);
-	tap_ok(s.nr_down >= 3 && s.nr_down <= 16 &&
+	tap_ok(s.nr_down >= 3 && s.nr_down <= MAX_STEPS &&
 	       s.down[0][0] == 8 && s.down[0][1] == 6 &&
 	       s.down[1][0] == 6 && s.down[1][1] == 4 &&
 	       s.down[2][0] == 6 && steps_down_to_zero(&s),
