@@ -22,13 +22,21 @@
 
 #include "core/tlbb_ctrl.h"
 
-#define TLBB_NAME_MAX		64
-#define TLBB_MAX_RANGES		64
-#define TLBB_MAX_VCPUS		1024
+/* TLBB_NAME_MAX, TLBB_MAX_RANGES, TLBB_MAX_VCPUS */
+enum {
+#define TLBB_LIMIT(name, value, help) TLBB_##name = (value),
+#include "core/tlbb_limits.def"
+#undef TLBB_LIMIT
+};
 /* Largest injected rate, refills per second (far above any real TLB). */
 #define TLBB_INJECT_MAX_RATE	1000000000000ULL
 
-enum tlbb_mode { TLBB_MODE_OFF, TLBB_MODE_MONITOR, TLBB_MODE_BALANCE };
+enum tlbb_mode {
+#define TLBB_MODE(id, name, help) TLBB_MODE_##id,
+#include "core/tlbb_modes.def"
+#undef TLBB_MODE
+	TLBB_NR_MODES
+};
 
 struct tlbb_range {
 	unsigned long hva, len;

@@ -317,10 +317,10 @@ static ssize_t tlbb_vm_mode_store(struct config_item *item, const char *page,
 
 	if (ret)
 		return ret;
-	for (mode = TLBB_MODE_OFF; mode <= TLBB_MODE_BALANCE; mode++)
+	for (mode = 0; mode < TLBB_NR_MODES; mode++)
 		if (sysfs_streq(page, tlbb_mode_name(mode)))
 			break;
-	if (mode > TLBB_MODE_BALANCE)
+	if (mode == TLBB_NR_MODES)
 		return -EINVAL;
 	ret = tlbb_vm_set_mode(to_tlbb_vm(item), mode);
 	return ret ? ret : len;

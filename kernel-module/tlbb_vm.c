@@ -29,10 +29,10 @@
 #define CREATE_TRACE_POINTS
 #include "tlbb_trace.h"
 
-static const char * const tlbb_mode_names[] = {
-	[TLBB_MODE_OFF] = "off",
-	[TLBB_MODE_MONITOR] = "monitor",
-	[TLBB_MODE_BALANCE] = "balance",
+static const char * const tlbb_mode_names[TLBB_NR_MODES] = {
+#define TLBB_MODE(id, name, help) [TLBB_MODE_##id] = name,
+#include "core/tlbb_modes.def"
+#undef TLBB_MODE
 };
 
 const char *tlbb_mode_name(enum tlbb_mode mode)

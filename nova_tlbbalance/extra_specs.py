@@ -19,7 +19,7 @@ from nova_tlbbalance.shown import shown
 
 PREFIX = 'tlbbalance'
 
-MODES = ('off', 'monitor', 'balance')
+MODES = module_defs.mode_names()       # kernel-module/core/tlbb_modes.def
 BACKINGS = ('thp', 'hugetlbfs', 'none')
 TLBI_SCOPES = ('none', 'die', 'cluster')
 BOOLEANS = ('true', 'false')
@@ -87,11 +87,7 @@ def _policy_specs():
         Spec('mode', 'enum', 'off',
              'What the kernel module does for this VM.',
              choices=MODES,
-             choice_help=(
-                 'registered with the module, nothing counted',
-                 'count TLB refills by page size, never act',
-                 'count, and lower the VM\'s huge-page limit while the '
-                 'huge-page TLB group is the bottleneck')),
+             choice_help=tuple(m.help for m in module_defs.modes())),
         Spec('backing', 'enum', 'thp',
              'How guest RAM is backed on the host.',
              choices=BACKINGS,

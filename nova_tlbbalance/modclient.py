@@ -1,8 +1,10 @@
 """Client for the kernel module's configfs interface.
 
-The layout is fixed in ``docs/design/interfaces.md``; attribute names for
-tunables and statistics come from :mod:`nova_tlbbalance.module_defs` (the
-module's ``.def`` files), never from here.
+The interface is documented in ``docs/kernel-module.md`` (section
+"configfs"); attribute names for tunables and statistics, the limits and
+the mode names come from :mod:`nova_tlbbalance.module_defs` and
+:mod:`nova_tlbbalance.module_iface` (the module's
+``.def`` files), never from here.
 
 The configfs root is a parameter: ``TLBB_CONFIGFS`` in the environment, or
 the ``root`` argument, default ``/sys/kernel/config/tlbbalance``.
@@ -10,19 +12,27 @@ Only the standard library is used (the libvirt hook imports this).
 """
 
 import errno
+import functools
 import os
 import re
 
+from nova_tlbbalance import module_iface
 from nova_tlbbalance.shown import shown
 
 DEFAULT_ROOT = '/sys/kernel/config/tlbbalance'
 ENV_ROOT = 'TLBB_CONFIGFS'
-NAME_RE = re.compile(r'^[A-Za-z0-9._-]{1,64}$')
-MODES = ('off', 'monitor', 'balance')
-# kernel-module/tlbb.h TLBB_MAX_RANGES, TLBB_MAX_VCPUS (a unit test checks
-# that they agree).
-MAX_RANGES = 64
-MAX_TIDS = 1024
+NAME_CHARS = 'A-Za-z0-9._-'
+
+
+@functools.lru_cache(maxsize=None)
+def _name_re():
+    return re.compile(r'^[%s]{1,%d}$'
+                      % (NAME_CHARS, module_iface.limit('NAME_MAX')))
+
+
+def valid_name(name):
+    """Whether ``name`` is a valid VM directory name for the module."""
+    return bool(name) and bool(_name_re().match(name))
 
 
 def store_max():
@@ -56,15 +66,19 @@ class ModuleAbsent(Exception):
 
 
 class ModuleError(Exception):
-    """A write to the module was refused; names the attribute and errno."""
+    """A write to the module was refused; names the attribute and errno,
+    and for a refused ``commit`` the culprit the module named
+    (``detail``, e.g. ``ranges: outside the process's mappings``)."""
 
-    def __init__(self, path, err, value=None):
+    def __init__(self, path, err, value=None, detail=None):
         self.path = path
         self.errno = err
         self.value = value
-        super().__init__('%s: write %s refused: %s (%s)' % (
+        self.detail = detail
+        super().__init__('%s: write %s refused: %s (%s)%s' % (
             path, shown(value), os.strerror(err),
-            errno.errorcode.get(err, err)))
+            errno.errorcode.get(err, err),
+            ': %s' % detail if detail else ''))
 
 
 def root_dir(root=None):
@@ -74,20 +88,22 @@ def root_dir(root=None):
 def vm_dir_name(name, uuid):
     """The VM's directory name: the domain name when it fits the module's
     name rule, else its UUID (36 characters of hex and dashes)."""
-    if name and NAME_RE.match(name):
+    if valid_name(name):
         return name
-    if uuid and NAME_RE.match(uuid):
+    if valid_name(uuid):
         return uuid
     raise ValueError('domain %r: neither its name nor its uuid %r is a valid '
-                     'tlbbalance VM name ([A-Za-z0-9._-]{1,64})'
-                     % (name, uuid))
+                     'tlbbalance VM name ([%s]{1,%d})'
+                     % (name, uuid, NAME_CHARS,
+                        module_iface.limit('NAME_MAX')))
 
 
 def format_ranges(ranges):
     """``[(hva, length, gpa), ...]`` -> the ``ranges`` attribute text."""
-    if len(ranges) > MAX_RANGES:
+    most = module_iface.limit('MAX_RANGES')
+    if len(ranges) > most:
         raise ValueError('%d guest RAM ranges; the module takes at most %d'
-                         % (len(ranges), MAX_RANGES))
+                         % (len(ranges), most))
     return ''.join('0x%x 0x%x 0x%x\n' % (hva, length, gpa)
                    for hva, length, gpa in ranges)
 
@@ -149,7 +165,7 @@ class Client:
                                'not exist' % self.root)
 
     def _vm(self, vm):
-        if not NAME_RE.match(vm):
+        if not valid_name(vm):
             raise ValueError('invalid tlbbalance VM name %r' % vm)
         return os.path.join(self.root, 'vms', vm)
 
@@ -189,20 +205,30 @@ class Client:
 
     def register(self, vm, pid, vcpu_tids, ranges, mode='monitor',
                  params=None):
-        """Create (or re-use) the VM's directory and switch it on.
+        """Create (or re-use) the VM's directory and register it, as one
+        transaction: ``stage`` to ``commit``, then pid, vcpu_tids, ranges,
+        params and mode (only staged), then ``commit``, which checks all of
+        it and applies it at once or refuses naming the culprit
+        (:class:`ModuleError` with ``detail``; the stage is then aborted,
+        the VM left as it was). ``params``: name -> int, written only for
+        the names given (the module keeps its defaults otherwise).
 
-        Order per the interface: mode off, then pid, vcpu_tids, ranges and
-        params, then the requested mode. ``params``: name -> int, written
-        only for the names given (the module keeps its defaults otherwise).
+        A module without the ``commit`` attribute (older than staged
+        registration) is registered write by write in the order it needs
+        (mode off, pid, vcpu_tids, ranges, params, mode): see
+        docs/kernel-module.md, "Registration, write by write or staged".
         """
         from nova_tlbbalance import module_defs     # only when registering
         for name, value in (params or {}).items():
             module_defs.param(name).check(value)    # before any write
-        if mode not in MODES:
-            raise ValueError('mode %r: allowed %s' % (mode, ', '.join(MODES)))
-        if len(vcpu_tids) > MAX_TIDS:
+        if mode not in module_iface.mode_names():
+            raise ValueError('mode %r: allowed %s'
+                             % (mode, ', '.join(module_iface.mode_names())))
+        most = module_iface.limit('MAX_VCPUS')
+        if len(vcpu_tids) > most:
             raise ValueError('%d vCPU threads; the module takes at most %d'
-                             % (len(vcpu_tids), MAX_TIDS))
+                             % (len(vcpu_tids), most))
+        text_ranges = format_ranges(ranges)
         self._need()
         d = self._vm(vm)
         try:
@@ -211,18 +237,49 @@ class Client:
             pass
         except OSError as exc:
             raise ModuleError(d, exc.errno, 'mkdir') from None
-        self._write(os.path.join(d, 'mode'), 'off')
-        self._write(os.path.join(d, 'pid'), str(int(pid)))
+        values = [('pid', str(int(pid)))]
         # one write of all tids can exceed a page (~512+ vCPUs): append
-        for text in tid_writes(vcpu_tids):
-            self._write(os.path.join(d, 'vcpu_tids'), text)
-        self._write(os.path.join(d, 'ranges'), format_ranges(ranges))
-        for name, value in (params or {}).items():
-            value = module_defs.param(name).check(value)
-            self._write(os.path.join(d, name), str(value))
-        if mode != 'off':
-            self._write(os.path.join(d, 'mode'), mode)
+        values += [('vcpu_tids', text) for text in tid_writes(vcpu_tids)]
+        values.append(('ranges', text_ranges))
+        values += [(name, str(module_defs.param(name).check(value)))
+                   for name, value in (params or {}).items()]
+        commit = os.path.join(d, 'commit')
+        if not os.path.exists(commit):
+            self._write(os.path.join(d, 'mode'), 'off')
+            for name, text in values:
+                self._write(os.path.join(d, name), text)
+            if mode != 'off':
+                self._write(os.path.join(d, 'mode'), mode)
+            return d
+        self._write(commit, 'stage')
+        try:
+            for name, text in values + [('mode', mode)]:
+                self._write(os.path.join(d, name), text)
+            try:
+                self._write(commit, 'commit')
+            except ModuleError as exc:
+                raise ModuleError(commit, exc.errno, 'commit',
+                                  self.commit_result(vm)) from None
+        except BaseException:
+            try:
+                self._write(commit, 'abort')
+            except ModuleError:
+                pass        # nothing staged any more (VM gone): fine
+            raise
         return d
+
+    def commit_result(self, vm):
+        """What the last ``commit`` of ``vm`` did: the module's ``<what>``
+        of ``last <errno> <what>``, None when unreadable or none."""
+        try:
+            text = self._read(os.path.join(self._vm(vm), 'commit'))
+        except OSError:
+            return None
+        for line in text.splitlines():
+            parts = line.split(None, 2)
+            if len(parts) == 3 and parts[0] == 'last' and parts[2] != '-':
+                return parts[2]
+        return None
 
     def set_mode(self, vm, mode):
         self._need()

@@ -1,14 +1,23 @@
-"""The kernel module's tunables and statistics, read from their one source.
+"""The kernel module's tunables, statistics, limits and modes, read from
+their one source.
 
-``kernel-module/core/tlbb_params.def`` and ``tlbb_stats.def`` are the single
-source of truth (the C core, the module and tlbsim include them); this module
-parses the same files, shipped as package data, so nothing is restated here.
+``kernel-module/core/tlbb_params.def``, ``tlbb_stats.def``,
+``tlbb_limits.def`` and ``tlbb_modes.def`` are the single source of truth
+(the C core, the module and tlbsim include them); this module parses the
+same files, shipped as package data, so nothing is restated here. The
+limits and modes are parsed by :mod:`nova_tlbbalance.module_iface` (light
+enough for every libvirt hook phase) and offered here too.
 """
 
 import dataclasses
 import functools
 import os
 import re
+
+from nova_tlbbalance.module_iface import limit  # noqa: F401
+from nova_tlbbalance.module_iface import limits  # noqa: F401
+from nova_tlbbalance.module_iface import mode_names  # noqa: F401
+from nova_tlbbalance.module_iface import modes  # noqa: F401
 
 _PARAM_RE = re.compile(
     r'^TLBB_PARAM\((?P<name>\w+),\s*(?P<default>\d+),\s*(?P<min>\d+),\s*'

@@ -14,9 +14,12 @@ import shutil
 import subprocess
 import tempfile
 
+from nova_tlbbalance import module_defs
+
 ENV_BIN = 'TLBSIM_BIN'
 MODELS = ('native', 'vz', 'combined')
-CONTROLLERS = ('off', 'monitor', 'balance')
+# the module's modes (kernel-module/core/tlbb_modes.def)
+CONTROLLERS = module_defs.mode_names()
 SPLIT_ORDERS = ('high', 'low', 'random')
 SERIES_INT = ('refills_huge', 'refills_small', 'huge_pages', 'huge_limit')
 SERIES_FLOAT = ('t_s', 'load_pm', 'imbalance')
@@ -102,8 +105,6 @@ def parse_params(items):
     """``['name=value', ...]`` -> list of (name, int), checked against
     ``tlbb_params.def`` (through module_defs); ValueError names the culprit.
     """
-    from nova_tlbbalance import module_defs
-
     out = []
     for item in items or ():
         name, sep, value = item.partition('=')

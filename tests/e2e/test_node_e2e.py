@@ -59,8 +59,12 @@ def test_hook_registered_vm_with_pid_vcpus_and_ranges(node, balanced_vm):
     pid = scenario.qemu_pid(node, VM)
     assert st['pid'] == str(pid)
     assert st['mode'] == 'balance'
-    # vCPU threads: the module's list is QEMU's "CPU n/KVM" threads.
     vdir = '%s/vms/%s' % (scenario.CONFIGFS, VM)
+    # The hook (modclient.register) registered it with one staged commit.
+    assert node.check('cat %s/commit' % vdir).split() == [
+        'idle', 'last', '0', 'committed'], node.check('cat %s/commit' % vdir)
+    assert st['staging'] == '0'
+    # vCPU threads: the module's list is QEMU's "CPU n/KVM" threads.
     listed = node.check('cat %s/vcpu_tids' % vdir).strip()
     tids = set(re.split(r'[\s,]+', listed))
     comm = node.check('grep -H . /proc/%d/task/*/comm' % pid)

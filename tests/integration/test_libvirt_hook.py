@@ -189,9 +189,9 @@ def test_misaligned_vm_reported(host, vm):
     vm(name, xml)
     started = wait_hook(host, name, 'started')
     assert started['rc'] == 0 and '1 problem' in started['result'], started
-    rc, out, _ = cli('verify', '--no-module', name)
-    print(out)
-    assert rc == 1
+    rc, out, err = cli('verify', '--no-module', name)
+    print(out, err)
+    assert rc == 1 and not err, err
     assert 'misaligned: RAM block ram-node1 GPA 0x8100000' in out
     assert 'off by 0x100000' in out
 

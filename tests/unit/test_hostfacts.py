@@ -1,14 +1,8 @@
 """The host facts (hostfacts) over a temporary /proc and /sys tree."""
 
-import os
+from test_probes_proc import write  # tests/unit is on sys.path
 
 from nova_tlbbalance import hostfacts
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-        f.write(text)
 
 
 def test_sys_facts(tmp_path):

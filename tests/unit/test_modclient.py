@@ -15,10 +15,11 @@ import pytest
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 
-ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status')
+ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status', 'commit')
 
 
-def fake_tree(tmp_path, vms=('vm1',)):
+def fake_tree(tmp_path, vms=('vm1',), commit=True):
+    """``commit=False``: a module older than staged registration."""
     root = tmp_path / 'tlbbalance'
     (root / 'vms').mkdir(parents=True)
     (root / 'version').write_text('1\n')
@@ -26,8 +27,87 @@ def fake_tree(tmp_path, vms=('vm1',)):
         d = root / 'vms' / vm
         d.mkdir()
         for a in ATTRS + tuple(p.name for p in module_defs.params()):
-            (d / a).write_text('')
+            if a != 'commit' or commit:
+                (d / a).write_text('')
     return root
+
+
+def record_writes(monkeypatch, refuse=None):
+    """Every write modclient makes, as (attribute, value); ``refuse``:
+    {(attribute, value): errno} writes to fail as the module would.
+    Writes to ``commit`` are taken and not stored (the module's file
+    reads its state, not what was written)."""
+    seen = []
+    real = modclient.Client._write
+
+    def write(self, path, value):
+        attr = os.path.basename(path)
+        seen.append((attr, value))
+        err = (refuse or {}).get((attr, value))
+        if err:
+            raise modclient.ModuleError(path, err, value)
+        if attr != 'commit':
+            real(self, path, value)
+    monkeypatch.setattr(modclient.Client, '_write', write)
+    return seen
+
+
+RANGES = [(0x7f0000000000, 0x10000000, 0),
+          (0x7f0010000000, 0x8000000, 0x100000000)]
+RANGES_TEXT = ('0x7f0000000000 0x10000000 0x0\n'
+               '0x7f0010000000 0x8000000 0x100000000\n')
+
+
+def test_register_is_one_staged_commit(tmp_path, monkeypatch):
+    """Stage, every value, then one commit: the module applies them all
+    at once (no half-registered VM, no order to get wrong)."""
+    seen = record_writes(monkeypatch)
+    c = modclient.Client(str(fake_tree(tmp_path)))
+    c.register('vm1', 1234, [11, 12], RANGES, mode='balance',
+               params={'imbalance_threshold': 30})
+    assert seen == [('commit', 'stage'), ('pid', '1234'),
+                    ('vcpu_tids', '11 12'), ('ranges', RANGES_TEXT),
+                    ('imbalance_threshold', '30'), ('mode', 'balance'),
+                    ('commit', 'commit')]
+
+
+def test_refused_commit_names_the_culprit_and_aborts(tmp_path,
+                                                     monkeypatch):
+    root = fake_tree(tmp_path)
+    # what the module's commit file reads after refusing (t_commit)
+    (root / 'vms/vm1/commit').write_text(
+        'staging\nlast -14 ranges: outside the process\'s mappings\n')
+    seen = record_writes(monkeypatch, {('commit', 'commit'): errno.EFAULT})
+    c = modclient.Client(str(root))
+    with pytest.raises(modclient.ModuleError) as ei:
+        c.register('vm1', 1234, [11], RANGES)
+    assert ei.value.errno == errno.EFAULT
+    assert ei.value.detail == "ranges: outside the process's mappings"
+    assert str(ei.value).endswith(
+        "(EFAULT): ranges: outside the process's mappings")
+    assert seen[-2:] == [('commit', 'commit'), ('commit', 'abort')]
+
+
+def test_refused_staged_write_aborts(tmp_path, monkeypatch):
+    seen = record_writes(monkeypatch, {('ranges', RANGES_TEXT):
+                                       errno.EINVAL})
+    c = modclient.Client(str(fake_tree(tmp_path)))
+    with pytest.raises(modclient.ModuleError, match='ranges.*EINVAL'):
+        c.register('vm1', 1234, [11], RANGES)
+    assert seen[-1] == ('commit', 'abort')
+    assert ('commit', 'commit') not in seen
+
+
+def test_module_without_commit_registers_write_by_write(tmp_path,
+                                                        monkeypatch):
+    """A module older than staged registration (no ``commit`` file): the
+    order it needs, mode off first and the mode last."""
+    seen = record_writes(monkeypatch)
+    c = modclient.Client(str(fake_tree(tmp_path, commit=False)))
+    c.register('vm1', 1234, [11, 12], RANGES, mode='monitor')
+    assert seen == [('mode', 'off'), ('pid', '1234'),
+                    ('vcpu_tids', '11 12'), ('ranges', RANGES_TEXT),
+                    ('mode', 'monitor')]
 
 
 def test_absent(tmp_path):
@@ -158,7 +238,7 @@ def test_many_vcpus_register_by_appends(tmp_path, monkeypatch):
     """1024 seven-digit tids are ~8 KiB: more than one store."""
     state = fake_vcpu_tids_store(tmp_path, monkeypatch)
     c = modclient.Client(str(fake_tree(tmp_path)))
-    tids = [4000000 + 3 * i for i in range(modclient.MAX_TIDS)]
+    tids = [4000000 + 3 * i for i in range(module_defs.limit('MAX_VCPUS'))]
     c.register('vm1', 1234, tids, [(0x200000, 0x200000, 0)])
     assert state['tids'] == tids
     w = state['writes']
@@ -186,13 +266,38 @@ def test_tid_writes_bounds():
         assert got == tids
 
 
-def test_limits_match_module_source():
-    """modclient's limits are the module's (kernel-module/ is the source)."""
+def test_limits_and_modes_come_from_the_def_tables():
+    """The module's limits and mode names have one home each
+    (kernel-module/core/tlbb_limits.def, tlbb_modes.def): tlbb.h builds
+    its constants from them, Python reads them, nobody restates them."""
     h = module_source('tlbb.h')
-    assert re.search(r'#define TLBB_MAX_VCPUS\s+%d\b' % modclient.MAX_TIDS,
-                     h)
-    assert re.search(r'#define TLBB_MAX_RANGES\s+%d\b'
-                     % modclient.MAX_RANGES, h)
+    assert '#include "core/tlbb_limits.def"' in h
+    assert '#include "core/tlbb_modes.def"' in h
+    assert not re.search(r'#define TLBB_(MAX_RANGES|MAX_VCPUS|NAME_MAX)\b',
+                         h)
+    assert not re.search(r'TLBB_MODE_(OFF|MONITOR|BALANCE)\s*[,}]', h)
+    assert set(module_defs.limits()) == {'NAME_MAX', 'MAX_RANGES',
+                                         'MAX_VCPUS'}
+    assert module_defs.mode_names()[0] == 'off'
+    for path in ('nova_tlbbalance/modclient.py',
+                 'nova_tlbbalance/extra_specs.py',
+                 'nova_tlbbalance/simulate/engine.py',
+                 'kernel-module/tlbb.h', 'kernel-module/tlbb_vm.c'):
+        with open(os.path.join(REPO, path)) as f:
+            text = f.read()
+        assert not re.search(r"""['"]monitor['"]\s*,\s*['"]balance""",
+                             text), path
+        assert not re.search(r'\b1024\b|\{1,64\}', text), path
+    from nova_tlbbalance import extra_specs
+    from nova_tlbbalance.simulate import engine
+    assert extra_specs.MODES == engine.CONTROLLERS == \
+        module_defs.mode_names()
+    with pytest.raises(ValueError, match='at most %d'
+                       % module_defs.limit('MAX_VCPUS')):
+        modclient.Client('/nonexistent').register(
+            'vm1', 1, range(module_defs.limit('MAX_VCPUS') + 1), [])
+    assert not modclient.valid_name('x' * (module_defs.limit('NAME_MAX')
+                                           + 1))
     c = module_source('tlbb_configfs.c')
     assert re.search(r'#define TLBB_STORE_MAX\s+\(PAGE_SIZE - 1\)', c)
     assert 'if (len >= TLBB_STORE_MAX)' in c

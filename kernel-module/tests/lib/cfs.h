@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * configfs/sysfs/debugfs file helpers, and shortcuts for tlbbalance's
- * configfs tree (docs/design/interfaces.md):
+ * configfs tree (docs/kernel-module.md, "configfs"):
  * /sys/kernel/config/tlbbalance/vms/<vm>/<attr>.
  *
  * Writes are one write(2) call, as a shell "echo > file" would do, and
