@@ -169,7 +169,10 @@ def _number(text, kind, scale):
         value = float(text) if kind == 'milli' else int(text)
     except (TypeError, ValueError):
         return None
-    return value * scale if scale != 1 else value
+    if scale == 1:
+        return value
+    # milli stats have three decimals: round off the float product's noise
+    return round(value * scale, 9)
 
 
 def stat_metrics():
