@@ -37,6 +37,7 @@
 
 #include "tlbb.h"
 #include "tlbb_compat.h"
+#include "tlbb_trace.h"
 
 u64 tlbb_thp_total_pages(const struct tlbb_range *r, unsigned int n)
 {
@@ -261,6 +262,7 @@ struct tlbb_split_ctx {
 	u64 left;		/* TLBB_PASS_RANDOM: huge pages not yet seen */
 	u8 thresh;		/* TLBB_PASS_COLDER/AT */
 	u32 *hist;		/* tlbb_heat_hist(): heat -> huge pages */
+	u64 failed;		/* splits that failed (errno in lim.last_err) */
 };
 
 static bool tlbb_split_pick(struct tlbb_vm *vm, struct tlbb_split_ctx *c,
@@ -296,6 +298,7 @@ static bool tlbb_split_one(struct tlbb_vm *vm, struct mm_struct *mm,
 	ret = tlbb_gup_split_pmd(mm, addr);
 	if (ret < 0) {
 		vm->lim.last_err = ret;
+		c->failed++;
 		return true;
 	}
 	if (!tlbb_pmd_is_huge(mm, addr)) {
@@ -354,10 +357,11 @@ static void tlbb_split_by_heat(struct tlbb_vm *vm, struct mm_struct *mm,
 /*
  * Split @excess of the @n huge PMDs in the order vm->params.split_order
  * asks; what the order leaves (pages that changed under it) goes in
- * address order, last range and highest address first.
+ * address order, last range and highest address first. Returns how many
+ * splits failed (the last errno in vm->lim.last_err).
  */
-static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
-			      u64 excess, u64 n)
+static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
+			     u64 excess, u64 n)
 {
 	struct tlbb_split_ctx c = { .excess = excess, .left = n };
 
@@ -371,6 +375,7 @@ static void tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 		break;
 	}
 	tlbb_split_pass(vm, mm, &c, TLBB_PASS_ANY);
+	return c.failed;
 }
 
 /*
@@ -400,13 +405,16 @@ static bool tlbb_hold_needed(struct tlbb_vm *vm, struct mm_struct *mm)
 	return false;
 }
 
-/* Set VM_NOHUGEPAGE where missing and record it. mmap write lock held. */
-static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
+/*
+ * Set VM_NOHUGEPAGE where missing and record it; returns how many VMAs
+ * could not be recorded (held). mmap write lock held.
+ */
+static unsigned int tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	struct tlbb_limiter *lim = &vm->lim;
 	struct vm_area_struct *vma;
+	unsigned int i, full = 0;
 	unsigned long addr;
-	unsigned int i;
 
 	for (i = 0; i < vm->nr_ranges; i++) {
 		const struct tlbb_range *r = &vm->ranges[i];
@@ -416,6 +424,7 @@ static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 				continue;
 			if (lim->nr_held == TLBB_MAX_HELD) {
 				lim->last_err = -ENOSPC;
+				full++;
 				continue;
 			}
 			lim->held[lim->nr_held] = (struct tlbb_held_vma) {
@@ -429,6 +438,7 @@ static void tlbb_hold_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 			tlbb_vma_set_flags(vma, VM_NOHUGEPAGE);
 		}
 	}
+	return full;
 }
 
 /*
@@ -454,8 +464,8 @@ static bool tlbb_held_match(const struct tlbb_held_vma *h,
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	struct tlbb_limiter *lim = &vm->lim;
+	unsigned int i, cleared = 0;
 	struct vm_area_struct *vma;
-	unsigned int i;
 
 	if (!lim->held)
 		return;
@@ -470,11 +480,14 @@ void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 			for (i = 0; i < lim->nr_held; i++)
 				if (tlbb_held_match(&lim->held[i], vma))
 					break;
-			if (i < lim->nr_held)
+			if (i < lim->nr_held) {
 				tlbb_vma_clear_flags(vma, VM_NOHUGEPAGE);
+				cleared++;
+			}
 		}
 	}
 	mmap_write_unlock(mm);
+	trace_tlbb_restore(vm, lim->nr_held, cleared);
 	tlbb_thp_forget(vm);
 }
 
@@ -493,7 +506,8 @@ void tlbb_thp_forget(struct tlbb_vm *vm)
  */
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 {
-	u64 n = vm->huge_pages;
+	u64 n = vm->huge_pages, failed, splits;
+	unsigned int full = 0;
 	bool need;
 
 	vm->lim.stuck = 0;
@@ -507,6 +521,7 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 				       GFP_KERNEL);
 		if (!vm->lim.held) {
 			vm->lim.last_err = -ENOMEM;
+			trace_tlbb_limiter_error(vm, "alloc", -ENOMEM, 1);
 			return;
 		}
 	}
@@ -515,15 +530,23 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 	mmap_read_unlock(mm);
 	if (need) {
 		mmap_write_lock(mm);
-		tlbb_hold_locked(vm, mm);
+		full = tlbb_hold_locked(vm, mm);
 		mmap_write_unlock(mm);
+		if (full)
+			trace_tlbb_limiter_error(vm, "hold", -ENOSPC, full);
 	}
 
 	if (n > limit) {
+		splits = vm->lim.splits;
 		mmap_read_lock(mm);
-		tlbb_split_locked(vm, mm, n - limit, n);
+		failed = tlbb_split_locked(vm, mm, n - limit, n);
 		vm->huge_pages = tlbb_count_locked(vm, mm);
 		mmap_read_unlock(mm);
+		trace_tlbb_split(vm, limit, n, vm->lim.splits - splits,
+				 vm->huge_pages);
+		if (failed)
+			trace_tlbb_limiter_error(vm, "split", vm->lim.last_err,
+						 failed);
 		/* what could not be split (e.g. PROT_NONE: EFAULT) */
 		if (vm->huge_pages > limit)
 			vm->lim.stuck = vm->huge_pages - limit;

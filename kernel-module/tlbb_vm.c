@@ -26,6 +26,9 @@
 
 #include "tlbb.h"
 
+#define CREATE_TRACE_POINTS
+#include "tlbb_trace.h"
+
 static const char * const tlbb_mode_names[TLBB_NR_MODES] = {
 #define TLBB_MODE(id, name, help) [TLBB_MODE_##id] = name,
 #include "core/tlbb_modes.def"
@@ -751,13 +754,25 @@ static void tlbb_vm_sample_cpus(struct tlbb_vm *vm)
 	rcu_read_unlock();
 }
 
+/* The core's decision of this tick, and the step of N_hl it made. */
+static void tlbb_vm_trace_tick(struct tlbb_vm *vm,
+				const struct tlbb_input *in, u64 old_limit,
+				enum tlbb_action act)
+{
+	trace_tlbb_decision(vm, in, old_limit, act);
+	if (vm->ctrl.limit < old_limit)
+		trace_tlbb_step_down(vm, old_limit, vm->huge_pages);
+	else if (vm->ctrl.limit > old_limit)
+		trace_tlbb_step_up(vm, old_limit, vm->huge_pages);
+}
+
 static void tlbb_vm_tick_work(struct work_struct *work)
 {
 	struct tlbb_vm *vm = container_of(to_delayed_work(work),
 					  struct tlbb_vm, tick_work);
 	struct tlbb_input in = { 0 };
 	struct mm_struct *mm = NULL;
-	u64 t0 = ktime_get_ns(), ctrl_ns = 0;
+	u64 t0 = ktime_get_ns(), ctrl_ns = 0, old_limit;
 	enum tlbb_action act;
 
 	mutex_lock(&vm->lock);
@@ -777,12 +792,14 @@ static void tlbb_vm_tick_work(struct work_struct *work)
 		vm->refills_small_total += in.refills_small;
 		in.huge_in_use = vm->huge_pages;
 		in.nr_vcpus = max(vm->nr_vcpus, 1U);
+		old_limit = vm->ctrl.limit;
 		c0 = ktime_get_ns();
 		act = tlbb_ctrl_tick(&vm->ctrl, &in);
 		ctrl_ns = ktime_get_ns() - c0;
 		vm->ticks++;
 		if (act == TLBB_ACT_RAISE)
 			vm->lim.restores++;
+		tlbb_vm_trace_tick(vm, &in, old_limit, act);
 	}
 	if (vm->mode == TLBB_MODE_BALANCE) {
 		if (vm->params.split_order == TLBB_SPLIT_HEAT)

@@ -20,11 +20,17 @@ def add_source_options(p):
                    help=argparse.SUPPRESS)
 
 
-def collect(args):
+def gather(args):
+    """(host facts, VM reports); raises libvirt_conn.LibvirtUnavailable."""
     roots = vmreport.Roots(run_dir=args.run_dir,
                            configfs=modclient.root_dir(args.configfs))
+    return vmreport.collect(roots, args.uri, not args.no_monitor)
+
+
+def collect(args):
+    """gather(), or exit 2 naming why libvirt cannot be reached."""
     try:
-        return vmreport.collect(roots, args.uri, not args.no_monitor)
+        return gather(args)
     except libvirt_conn.LibvirtUnavailable as exc:
         sys.stderr.write('tlbbalance: %s\n' % exc)
         raise SystemExit(2)

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from xml.sax.saxutils import escape
 
+from prometheus_client import parser as prom_parser
 import pytest
 
 from nova_tlbbalance import guest_config
@@ -342,9 +343,20 @@ def test_exporter(host, vm):
                         memory_mib=64))
     rc, out, err = cli('exporter', '--once')
     assert rc == 0, err
-    assert 'tlbbalance_vm_managed{vm="%s"} 1' % name in out
-    assert 'tlbbalance_vm_huge_coverage_ratio{vm="%s"}' % name in out
-    assert 'tlbbalance_host_module_loaded %d' % MODULE_LOADED in out
+    # read back with prometheus_client's own parser
+    fams = {f.name: f for f in prom_parser.text_string_to_metric_families(
+        out)}
+
+    def value(family, **labels):
+        fam = fams[family]
+        got = [s.value for s in fam.samples if s.labels == labels]
+        assert len(got) == 1, (family, labels, fam.samples)
+        return fam.type, got[0]
+    assert value('tlbbalance_vm_managed', vm=name) == ('gauge', 1)
+    kind, ratio = value('tlbbalance_vm_huge_coverage_ratio', vm=name)
+    assert kind == 'gauge' and 0 <= ratio <= 1
+    assert value('tlbbalance_host_module_loaded') == ('gauge', MODULE_LOADED)
+    assert value('tlbbalance_vm_ram_bytes', vm=name) == ('gauge', 64 << 20)
     # the same over HTTP on a loopback port
     srv = subprocess.Popen(cli_argv('exporter', '--port', '0'),
                            stderr=subprocess.PIPE, text=True)
@@ -355,7 +367,7 @@ def test_exporter(host, vm):
         with urllib.request.urlopen(url, timeout=60) as resp:
             assert resp.status == 200
             body = resp.read().decode()
-        assert 'tlbbalance_vm_managed{vm="%s"} 1' % name in body
+        assert 'tlbbalance_vm_managed{vm="%s"} 1.0' % name in body
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(url.replace('/metrics', '/x'), timeout=60)
     finally:

@@ -2,11 +2,19 @@
 
 import copy
 import dataclasses
+import wsgiref.util
 
+from prometheus_client.openmetrics import exposition as om_exposition
+from prometheus_client.openmetrics import parser as om_parser
+from prometheus_client import parser as prom_parser
+import pytest
+
+from nova_tlbbalance.cli import exporter as cli_exporter
 from nova_tlbbalance import exporter
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.cli import status
+from nova_tlbbalance.probes import libvirt_conn
 from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import verdict
 from nova_tlbbalance.probes import vmreport
@@ -120,24 +128,154 @@ def test_vmreport_names_a_stuck_limiter(tmp_path):
     assert rep.module.limiter.startswith('limiter stuck: 128')
 
 
-def test_exporter_uses_stat_names_from_def():
-    text = exporter.render(HOST, [GOOD], {'vm1': []})
-    assert 'tlbbalance_host_dvmbm_enabled 1\n' in text
-    assert 'tlbbalance_vm_huge_coverage_ratio{vm="vm1"} 0.996094' in text
-    assert 'tlbbalance_vm_stage2_pages{size="pages_2m",vm="vm1"} 127' in text
-    assert 'tlbbalance_huge_pages{vm="vm1"} 127' in text
-    assert 'tlbbalance_load{vm="vm1"} 12.5' in text
-    assert 'tlbbalance_state_info{value="idle",vm="vm1"} 1' in text
-    assert 'tlbbalance_vm_verify_failures{vm="vm1"} 0' in text
-    kinds = {s.name: s.kind for s in module_defs.stats()}
-    assert kinds['load'] == 'milli' and kinds['state'] == 'str'
-    # every sample line belongs to a declared metric
-    declared = {ln.split()[2] for ln in text.splitlines()
-                if ln.startswith('# TYPE')}
-    for ln in text.splitlines():
-        if not ln.startswith('#'):
-            assert ln.split('{')[0].split(' ')[0] in declared, ln
-    assert exporter._labels({'vm': 'a"b\\c'}) == '{vm="a\\"b\\\\c"}'
+# A registered VM's status as the module prints it: every stat of
+# tlbb_stats.def (module_defs), values in the module's own units.
+FULL_STATUS = {
+    'huge_pages': '96', 'huge_limit': '100', 'total_pages': '128',
+    'refills_huge': '43600', 'refills_small': '8',
+    'refills_huge_total': '872000', 'refills_small_total': '160',
+    'load': '109.020', 'load_count': '3', 'imbalance': '174400.000',
+    'dominant': 'huge', 'state': 'lowering', 'splits': '32',
+    'restores': '2', 'ticks': '20', 'backend': 'inject',
+    'cpus_allowed': '0-1', 'cpus_ran': '1', 'pid': '7',
+}
+
+
+def _families(text, parser=prom_parser):
+    return {f.name: f for f in parser.text_string_to_metric_families(text)}
+
+
+def _sample(fam, name, **labels):
+    found = [s for s in fam.samples if s.name == name and s.labels == labels]
+    assert len(found) == 1, (name, labels, fam.samples)
+    return found[0].value
+
+
+def test_exporter_types_and_values_by_prometheus_parser():
+    """The exposition, read back with prometheus_client's own parser:
+    counters for what only grows (with _total), gauges in base units
+    (ratios 0-1, bytes), info for the text stats."""
+    rep = copy.deepcopy(GOOD)
+    rep.module.status = FULL_STATUS
+    assert set(FULL_STATUS) - {'pid'} == {
+        s.name for s in module_defs.stats()}
+    text = exporter.render(HOST, [rep], {'vm1': ['one reason']})
+    fams = _families(text)
+    vm = {'vm': 'vm1'}
+
+    def check(name, typ, want, sample=None, **labels):
+        fam = fams[name]
+        assert fam.type == typ, (name, fam.type)
+        got = _sample(fam, sample or name, **labels)
+        assert got == pytest.approx(want), (name, got, want)
+
+    check('tlbbalance_host_module_loaded', 'gauge', 1)
+    check('tlbbalance_host_dvmbm_enabled', 'gauge', 1)
+    check('tlbbalance_host_hpage_pmd_bytes', 'gauge', 2 * MiB)
+    check('tlbbalance_vm_managed', 'gauge', 1, **vm)
+    check('tlbbalance_vm_ram_bytes', 'gauge', 256 * MiB, **vm)
+    check('tlbbalance_vm_huge_bytes', 'gauge', 255 * MiB, **vm)
+    check('tlbbalance_vm_huge_coverage_ratio', 'gauge', 255 / 256, **vm)
+    check('tlbbalance_vm_misaligned_ranges', 'gauge', 0, **vm)
+    check('tlbbalance_vm_stage2_pages', 'gauge', 127, size='pages_2m', **vm)
+    check('tlbbalance_vm_stage2_pages', 'gauge', 160, size='pages_4k', **vm)
+    check('tlbbalance_vm_vcpus', 'gauge', 1, **vm)
+    check('tlbbalance_vm_vcpu_pin_mismatch', 'gauge', 0, **vm)
+    check('tlbbalance_vm_registered', 'gauge', 1, **vm)
+    check('tlbbalance_vm_verify_failures', 'gauge', 1, **vm)
+    check('tlbbalance_huge_pages', 'gauge', 96, **vm)
+    check('tlbbalance_huge_limit', 'gauge', 100, **vm)
+    check('tlbbalance_total_pages', 'gauge', 128, **vm)
+    check('tlbbalance_refills_huge_last_tick', 'gauge', 43600, **vm)
+    check('tlbbalance_refills_small_last_tick', 'gauge', 8, **vm)
+    check('tlbbalance_refills_huge', 'counter', 872000,
+          'tlbbalance_refills_huge_total', **vm)
+    check('tlbbalance_refills_small', 'counter', 160,
+          'tlbbalance_refills_small_total', **vm)
+    check('tlbbalance_splits', 'counter', 32, 'tlbbalance_splits_total', **vm)
+    check('tlbbalance_restores', 'counter', 2, 'tlbbalance_restores_total',
+          **vm)
+    check('tlbbalance_ticks', 'counter', 20, 'tlbbalance_ticks_total', **vm)
+    # 109.020 permille of vCPU time
+    check('tlbbalance_load_ratio', 'gauge', 0.10902, **vm)
+    check('tlbbalance_imbalance', 'gauge', 174400.0, **vm)
+    check('tlbbalance_load_count', 'gauge', 3, **vm)
+    # the text format has no info type: gauges named _info, value 1
+    check('tlbbalance_state_info', 'gauge', 1, value='lowering', **vm)
+    check('tlbbalance_dominant_info', 'gauge', 1, value='huge', **vm)
+    check('tlbbalance_cpus_allowed_info', 'gauge', 1, value='0-1', **vm)
+    # the old names are gone (docs/cli.md lists old -> new)
+    for old in ('tlbbalance_load', 'tlbbalance_refills_huge_total',
+                'tlbbalance_splits_total'):
+        assert old not in fams
+    # unregistered, unmanaged VMs have no module stats
+    bare = dataclasses.replace(GOOD, name='vm2', managed=False, module=None)
+    fams = _families(exporter.render(HOST, [bare]))
+    assert 'tlbbalance_huge_pages' not in fams
+    assert _sample(fams['tlbbalance_vm_managed'], 'tlbbalance_vm_managed',
+                   vm='vm2') == 0
+    assert 'tlbbalance_vm_verify_failures' not in fams
+
+
+def test_exporter_openmetrics_keeps_info_and_counter_types():
+    rep = copy.deepcopy(GOOD)
+    rep.module.status = FULL_STATUS
+    reg = exporter.registry(lambda: (HOST, [rep], {'vm1': []}))
+    text = om_exposition.generate_latest(reg).decode()
+    fams = _families(text, om_parser)
+    assert fams['tlbbalance_state'].type == 'info'
+    assert _sample(fams['tlbbalance_state'], 'tlbbalance_state_info',
+                   vm='vm1', value='lowering') == 1
+    assert fams['tlbbalance_refills_huge'].type == 'counter'
+    assert fams['tlbbalance_vm_ram_bytes'].unit == 'bytes'
+    assert fams['tlbbalance_vm_huge_coverage_ratio'].unit == 'ratio'
+    assert fams['tlbbalance_load_ratio'].unit == 'ratio'
+
+
+def test_exporter_table_covers_every_module_stat(monkeypatch):
+    """A statistic added to tlbb_stats.def without a line in
+    STAT_METRICS is an error naming it, not a silently dropped metric."""
+    assert [s.name for s, _ in exporter.stat_metrics()] == [
+        s.name for s in module_defs.stats()]
+    table = dict(exporter.STAT_METRICS)
+    del table['splits']
+    monkeypatch.setattr(exporter, 'STAT_METRICS', table)
+    with pytest.raises(LookupError, match="'splits' of tlbb_stats.def"):
+        exporter.render(HOST, [GOOD])
+
+
+def _wsgi(app, path):
+    env = {'PATH_INFO': path, 'REQUEST_METHOD': 'GET', 'QUERY_STRING': ''}
+    wsgiref.util.setup_testing_defaults(env)
+    env['PATH_INFO'] = path
+    got = {}
+
+    def start_response(status, headers, exc_info=None):
+        got['status'] = status
+        got['headers'] = dict(headers)
+    body = b''.join(app(env, start_response))
+    return got['status'], got['headers'], body.decode()
+
+
+def test_exporter_http_app():
+    """prometheus_client's WSGI app behind /metrics; 404 elsewhere; 503
+    naming the cause while libvirt is unreachable."""
+    state = {'up': True}
+
+    def source():
+        if not state['up']:
+            raise libvirt_conn.LibvirtUnavailable('qemu:///system: refused')
+        return HOST, [GOOD], {'vm1': []}
+    app = cli_exporter.app(exporter.registry(source))
+    status, headers, body = _wsgi(app, '/metrics')
+    assert status.startswith('200'), status
+    assert headers['Content-Type'].startswith('text/plain; version=0.0.4')
+    assert 'tlbbalance_vm_managed{vm="vm1"} 1.0' in body
+    assert _wsgi(app, '/x')[0].startswith('404')
+    state['up'] = False
+    status, _, body = _wsgi(app, '/metrics')
+    assert status.startswith('503'), status
+    assert 'qemu:///system: refused' in body
 
 
 def test_undercovered_names_the_cause():
