@@ -98,6 +98,22 @@ static inline int one_class(const struct tlbs_group *g)
 }
 
 /*
+ * Count one lookup's @miss (0 or 1, no branch on it) by page size and, for
+ * base pages of the host stage, in @miss_s2; @cls as one_class() gives it
+ * (a huge-only group has no base-page key to count).
+ */
+static inline __attribute__((always_inline)) void
+count_miss(int cls, u64 key, u64 miss, u64 *miss_by, u64 *miss_s2)
+{
+	if (cls == TLBS_BASE)
+		*miss_s2 += miss & key >> 4;
+	else if (cls < 0)
+		*miss_s2 += miss & tlbs_key_s2_base(key);
+	if (cls < 0)
+		miss_by[key_class(key)] += miss;
+}
+
+/*
  * A list of @n keys ran with @misses misses (a fill each); @miss_by holds
  * them by size class unless the group holds one class, @cls.
  */
@@ -151,13 +167,7 @@ fa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 			ek[slot] = key;
 			direct[d] = slot;
 			pos += miss;
-			/* a huge-only group has no base-page key to count */
-			if (cls == TLBS_BASE)
-				miss_s2 += miss & key >> 4;
-			else if (cls < 0)
-				miss_s2 += miss & tlbs_key_s2_base(key);
-			if (cls < 0)
-				miss_by[key_class(key)] += miss;
+			count_miss(cls, key, miss, miss_by, &miss_s2);
 		}
 	}
 	list_done(g, n, draws_finish(&dr, g, pos), miss_by, cls, walks,
@@ -224,12 +234,7 @@ sa_random_loop(struct tlbs_group *g, const u64 *keys, u32 n, u64 *walks,
 			slot = select_u32(miss, alt, hit_way);
 			k[slot] = key;
 			pos += miss & (fresh ^ 1);
-			if (cls == TLBS_BASE)
-				miss_s2 += miss & key >> 4;
-			else if (cls < 0)
-				miss_s2 += miss & tlbs_key_s2_base(key);
-			if (cls < 0)
-				miss_by[key_class(key)] += miss;
+			count_miss(cls, key, miss, miss_by, &miss_s2);
 		}
 	}
 	used = draws_finish(&dr, g, pos);
