@@ -111,11 +111,11 @@ def test_status_host_facts(guest):
                            sys=os.path.join(root, 'sys'))
     facts = vmreport.host_facts(roots, modclient.Client(
         os.path.join(root, 'no-configfs')))
-    assert facts['cpus'] == 4
-    assert facts['thp'] == 'always'             # Debian's default
-    assert facts['hpage_pmd_size'] == 2 << 20   # 4 KiB pages
-    assert facts['dies'] == 1
-    assert facts['clusters'] == 2
+    assert facts.cpus == 4
+    assert facts.thp == 'always'             # Debian's default
+    assert facts.hpage_pmd_size == 2 << 20   # 4 KiB pages
+    assert facts.dies == 1
+    assert facts.clusters == 2
 
 
 def test_hook_tlbi_scope_check(guest):
