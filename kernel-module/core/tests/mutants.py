@@ -104,7 +104,7 @@ def main():
                 dead, out = True, 'timed out'
             if ' passed, ' not in out and out != 'timed out':
                 # Killed by the compiler, not by a test: a broken mutant.
-                print('mutant does not build: %r\n%s' % (old, r.stderr))
+                print("mutant does not build: %r\n%s\n%s" % (old, r.stdout[-2000:], r.stderr))
                 return 2
             killed += dead
             survived += not dead

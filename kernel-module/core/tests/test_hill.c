@@ -120,6 +120,21 @@ TEST(hill_paper_method_is_the_default_and_unchanged)
 	TEST_ASSERT_EQ(vm.c.hill_step, 0);
 }
 
+/*
+ * A 50-page VM under @load with hill_gain_pm = @gain_pm, run to the end of
+ * its first search's second step.
+ */
+static void hill_first_search(struct test_vm *vm, u64 gain_pm,
+			      const struct curve *load)
+{
+	struct tlbb_params p;
+
+	hill_params(&p);
+	p.hill_gain_pm = gain_pm;
+	test_vm_init(vm, &p, 50, false);
+	curve_ticks(vm, load, HILL_TRIGGER + 6);
+}
+
 TEST(hill_gain_must_exceed_gain_pm)
 {
 	/* From 50 to 44 saves 30 000 of 280 000 refills: 107.1 permille. */
@@ -127,13 +142,9 @@ TEST(hill_gain_must_exceed_gain_pm)
 	unsigned int i;
 
 	for (i = 0; i < 2; i++) {
-		struct tlbb_params p;
 		struct test_vm vm;
 
-		hill_params(&p);
-		p.hill_gain_pm = gains[i];
-		test_vm_init(&vm, &p, 50, false);
-		curve_ticks(&vm, &mcf_curve, HILL_TRIGGER + 6);
+		hill_first_search(&vm, gains[i], &mcf_curve);
 		/* 107: kept, on to 38; 108: not enough, half a step: 47. */
 		TEST_ASSERT_EQ(vm.c.limit, i ? 47 : 38);
 		TEST_ASSERT_EQ(vm.c.hill_step, i ? 3 : 6);
@@ -149,13 +160,9 @@ TEST(hill_gain_of_exactly_gain_pm_is_not_kept)
 	unsigned int i;
 
 	for (i = 0; i < 2; i++) {
-		struct tlbb_params p;
 		struct test_vm vm;
 
-		hill_params(&p);
-		p.hill_gain_pm = gains[i];
-		test_vm_init(&vm, &p, 50, false);
-		curve_ticks(&vm, &k, HILL_TRIGGER + 6);
+		hill_first_search(&vm, gains[i], &k);
 		TEST_ASSERT_EQ(vm.c.hill_best_cost, i ? 6000000 : 5400000);
 		TEST_ASSERT_EQ(vm.c.limit, i ? 47 : 38);
 	}
