@@ -19,8 +19,10 @@
  * allocations of the guest, often hot) huge longest. 1, random: each huge
  * page equally likely (selection sampling, one walk). 2, heat: the coldest
  * first by the accessed bits tlbb_heat.c samples each tick, ties highest
- * address first. Whatever an order leaves unsplit (a page that changed
- * under it) goes in address order, so every order meets the limit.
+ * address first. Whatever an order leaves unsplit (a page it did not
+ * pick, or that changed under it) goes in address order, so every order
+ * meets the limit; a page is tried once per tick whatever the passes (a
+ * page that cannot be split is attempted, and counted failed, once).
  *
  * Holding: while N_hc >= N_hl < total the covering anonymous VMAs carry
  * VM_NOHUGEPAGE (set by us, recorded in vm->lim.held), so neither page
@@ -262,6 +264,7 @@ struct tlbb_split_ctx {
 	u64 left;		/* TLBB_PASS_RANDOM: huge pages not yet seen */
 	u8 thresh;		/* TLBB_PASS_COLDER/AT */
 	u32 *hist;		/* tlbb_heat_hist(): heat -> huge pages */
+	unsigned long *tried;	/* slots tried this call, one bit each */
 	u64 failed;		/* splits that failed (errno in lim.last_err) */
 };
 
@@ -293,8 +296,13 @@ static bool tlbb_split_one(struct tlbb_vm *vm, struct mm_struct *mm,
 	struct tlbb_split_ctx *c = arg;
 	long ret;
 
+	/* a page that failed (or stayed huge) in an earlier pass: not again */
+	if (c->tried && test_bit(slot, c->tried))
+		return true;
 	if (!tlbb_split_pick(vm, c, slot))
 		return true;
+	if (c->tried)
+		__set_bit(slot, c->tried);
 	ret = tlbb_gup_split_pmd(mm, addr);
 	if (ret < 0) {
 		vm->lim.last_err = ret;
@@ -356,25 +364,36 @@ static void tlbb_split_by_heat(struct tlbb_vm *vm, struct mm_struct *mm,
 
 /*
  * Split @excess of the @n huge PMDs in the order vm->params.split_order
- * asks; what the order leaves (pages that changed under it) goes in
- * address order, last range and highest address first. Returns how many
- * splits failed (the last errno in vm->lim.last_err).
+ * asks; what the order leaves (pages it did not pick, or that changed
+ * under it) goes in address order, last range and highest address first.
+ * Each page is tried at most once a call: an order's passes mark the slots
+ * they tried in a bitmap (one bit per slot of the ranges, freed on return),
+ * and the later passes skip them, so a page that cannot be split (e.g.
+ * PROT_NONE: EFAULT) costs one attempt and counts one failure a tick.
+ * Without the bitmap (allocation failed) only the address-order pass runs,
+ * which tries each page once by itself. Returns how many splits failed
+ * (the last errno in vm->lim.last_err).
  */
 static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			     u64 excess, u64 n)
 {
 	struct tlbb_split_ctx c = { .excess = excess, .left = n };
+	u64 nslots = tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
+	bool ordered = vm->params.split_order == TLBB_SPLIT_RANDOM ||
+		       (vm->params.split_order == TLBB_SPLIT_HEAT &&
+			vm->heat.heat);
 
-	switch (vm->params.split_order) {
-	case TLBB_SPLIT_RANDOM:
-		tlbb_split_pass(vm, mm, &c, TLBB_PASS_RANDOM);
-		break;
-	case TLBB_SPLIT_HEAT:
-		if (vm->heat.heat)
+	if (ordered)
+		c.tried = kvcalloc(BITS_TO_LONGS(nslots), sizeof(long),
+				   GFP_KERNEL);
+	if (c.tried) {
+		if (vm->params.split_order == TLBB_SPLIT_RANDOM)
+			tlbb_split_pass(vm, mm, &c, TLBB_PASS_RANDOM);
+		else
 			tlbb_split_by_heat(vm, mm, &c);
-		break;
 	}
 	tlbb_split_pass(vm, mm, &c, TLBB_PASS_ANY);
+	kvfree(c.tried);
 	return c.failed;
 }
 

@@ -17,11 +17,16 @@
  * then steps down to 0, tlbb_split events adding up to the pages the module
  * counts as split, tlbb_restore, tlbb_limiter_error op=split err=-14; and
  * no line of "noise", which ticked all along (the filter follows one VM).
+ *  4. still PROT_NONE at limit 0, with split_order 0, 1 and 2 in turn: each
+ *     tick's tlbb_limiter_error op=split counts every page that could not
+ *     be split once (count == huge_pages left), however many passes the
+ *     order makes (a page is tried once per tick).
  *
  * tlbb-test-timeout: 180
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +72,19 @@ static int tracefs_set(const char *file, const char *val)
 	return file_printf(path, "%s\n", val);
 }
 
+/*
+ * Empty the ring buffer: only an open of "trace" with O_TRUNC does (a write
+ * to it is accepted and ignored).
+ */
+static int tracefs_clear(void)
+{
+	int fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -errno;
+	return close(fd) ? -errno : 0;
+}
+
 /* Mount tracefs at its own place when the init did not. */
 static void tracefs_setup(void)
 {
@@ -78,8 +96,7 @@ static void tracefs_setup(void)
 			    strerror(errno));
 		mounted_tracefs = 1;
 	}
-	tap_require(!tracefs_set("tracing_on", "0") &&
-		    !tracefs_set("trace", "") &&
+	tap_require(!tracefs_set("tracing_on", "0") && !tracefs_clear() &&
 		    !tracefs_set("buffer_size_kb", "2048"),
 		    "tracefs: tracing off, buffer cleared");
 }
@@ -88,7 +105,7 @@ static void tracefs_teardown(void)
 {
 	file_printf(EVENTS "/enable", "0\n");
 	file_printf(EVENTS "/filter", "0\n");
-	tracefs_set("trace", "");
+	tracefs_clear();
 	tracefs_set("tracing_on", "1");
 	if (mounted_tracefs)
 		umount(TRACING);
@@ -256,6 +273,50 @@ static void register_vm(const char *vm, pid_t pid, void *p, size_t n,
 		    strerror(-err));
 }
 
+/*
+ * 4: the failures one tick counts with split_order @order, every huge page
+ * left unsplittable and the limit 0: each page is tried, and counted, once.
+ */
+static void check_fail_count(int order)
+{
+	unsigned int events = 0, bad = 0;
+	unsigned long long n, h, first_n = 0, first_h = 0;
+	uint64_t ticks0;
+	char ln[1024];
+	double t0;
+	FILE *f;
+
+	tap_require(!tlbb_set(VM, "split_order", "%d\n", order) &&
+		    !tracefs_clear() && !tracefs_set("tracing_on", "1"),
+		    "split_order %d, trace cleared and on", order);
+	/* a few ticks, each with its failed splits (20 ms ticks) */
+	ticks0 = tlbb_get_u64(VM, "ticks");
+	t0 = tlbb_now_s();
+	while (tlbb_get_u64(VM, "ticks") < ticks0 + 6 && tlbb_now_s() - t0 < 20)
+		tlbb_msleep(20);
+	tap_require(!tracefs_set("tracing_on", "0"), "tracing off");
+
+	f = fopen(TRACING "/trace", "r");
+	tap_require(f, TRACING "/trace: %s", strerror(errno));
+	while (fgets(ln, sizeof(ln), f)) {
+		const char *ev = strstr(ln, ": tlbb_limiter_error:");
+
+		if (!ev || sscanf(ev, ": tlbb_limiter_error: vm=%*s pid=%*d op=split err=%*d count=%llu limit=%*u huge_pages=%llu",
+				  &n, &h) != 2)
+			continue;
+		if (!events++) {
+			first_n = n;
+			first_h = h;
+		}
+		if (n != h && !bad++)
+			tap_diag("%.*s", (int)strcspn(ln, "\n"), ln);
+	}
+	fclose(f);
+	tap_ok(events >= 3 && !bad,
+	       "split_order %d: a tick counts each unsplittable page once (%u events, %u with count != huge_pages; first count=%llu huge_pages=%llu)",
+	       order, events, bad, first_n, first_h);
+}
+
 int main(void)
 {
 	char scan_sleep[32] = "10000";
@@ -357,6 +418,11 @@ int main(void)
 	       s.restores);
 	tap_ok(s.efault >= 1,
 	       "tlbb_limiter_error: op=split err=-14 (EFAULT) (%u)", s.efault);
+
+	/* 4: every split order counts a failed page once a tick */
+	check_fail_count(0);
+	check_fail_count(1);
+	check_fail_count(2);
 
 	tlbb_inject_off(VM);
 	tlbb_inject_off(NOISE);
