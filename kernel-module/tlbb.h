@@ -89,6 +89,8 @@ struct tlbb_heat {
 	u8 *heat;
 	u64 nslots;		/* slots heat[] covers */
 	u64 cursor;		/* next slot to sample */
+	u64 armed;		/* slots cleared, their sample due (heat_work) */
+	unsigned long due;	/* jiffies: when it is due */
 	u64 sampled;		/* slots sampled since the pid was set */
 };
 
@@ -121,6 +123,7 @@ struct tlbb_vm {
 	bool dying;			/* rmdir in progress */
 	struct work_struct exit_work;
 	struct delayed_work tick_work;
+	struct delayed_work heat_work;	/* a tick's heat sample, a window on */
 
 	struct pid **vcpus;		/* nr_vcpus references */
 	unsigned int nr_vcpus;
@@ -205,7 +208,8 @@ unsigned long tlbb_thp_empty_block(struct mm_struct *mm, unsigned long addr,
 				   pud_t **pudp);
 
 /* tlbb_heat.c */
-void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm);
+unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm);
+bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm);
 u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot);
 void tlbb_heat_free(struct tlbb_vm *vm);
 
@@ -219,6 +223,7 @@ extern const struct tlbb_counter_ops tlbb_counter_pmu_ops;
 int tlbb_debugfs_init(void);
 void tlbb_debugfs_exit(void);
 void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns);
+void tlbb_debugfs_account_late(u64 ns);
 void tlbb_debugfs_account_heat(u64 ns, u64 pmds);
 
 #endif /* TLBB_H */

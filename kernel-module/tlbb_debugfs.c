@@ -6,7 +6,8 @@
  *              VM's counting backend by constant refill rates, "<vm> off"
  *              ends it; reading lists the VMs with injection on.
  *   tick_cost  cost of the per-VM tick, for the benchmark: "vms", "ticks",
- *              "tick_ns" (whole tick: count, controller, limiter), "ctrl_ns"
+ *              "tick_ns" (whole tick: count, controller, limiter; with a
+ *              heat window also the heat work that ends the tick), "ctrl_ns"
  *              (controller core only), the two per-tick averages and
  *              "ktime_ns", the cost of one clock read (two are in each
  *              figure), "heat_ns"/"heat_pmds" (accessed-bit sampling,
@@ -33,6 +34,12 @@ void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns)
 	atomic64_inc(&tlbb_ticks);
 	atomic64_add(tick_ns, &tlbb_tick_ns);
 	atomic64_add(ctrl_ns, &tlbb_ctrl_ns);
+}
+
+/* The heat work that ends a tick a window later (tlbb_vm.c): its time. */
+void tlbb_debugfs_account_late(u64 ns)
+{
+	atomic64_add(ns, &tlbb_tick_ns);
 }
 
 /* One accessed-bit sample (tlbb_heat.c): its time and the slots it saw. */

@@ -22,11 +22,17 @@
  * The window: over a whole tick (100 ms) nearly every page a busy guest
  * has is used at least once, and one bit per sample cannot tell the hot
  * from the merely warm. So the tick first clears the bits of the slots it
- * will sample (a first bounded pass), sleeps heat_window_ms (default 1),
- * then samples them: a sample says "used in that millisecond", which the
- * hot pages are and the warm ones mostly are not (the simulator's
- * comparison in docs/simulator.md: 5 ms already blurs them on GS464V's
- * 32 MiB pages).
+ * will sample (a first bounded pass, tlbb_heat_arm()) and queues the VM's
+ * heat work heat_window_ms (default 1) later; that work takes the VM's
+ * lock again, samples the same slots (tlbb_heat_collect()) and then
+ * enforces the limit with the fresh heat (tlbb_vm.c). Nothing sleeps with
+ * the VM's lock held: attribute reads and writes wait for neither the
+ * window nor a worker, and no worker is held through it. A sample says
+ * "used in that millisecond", which the hot pages are and the warm ones
+ * mostly are not (the simulator's comparison in docs/simulator.md: 5 ms
+ * already blurs them on GS464V's 32 MiB pages). The window is a delayed
+ * work's, so at least one jiffy and as late as the workqueue runs it:
+ * under load a window can be longer than asked, never shorter.
  *
  * The TLB is not flushed (as the kernel's aging of anonymous pages does
  * not): a page whose translation stays cached between the two passes is
@@ -41,7 +47,7 @@
  * Slots that are not huge are aged but not sampled: restoring is
  * khugepaged's work once the hold is lifted (tlbb_thp.c), in its order.
  */
-#include <linux/delay.h>
+#include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
@@ -57,6 +63,7 @@ void tlbb_heat_free(struct tlbb_vm *vm)
 	vm->heat.heat = NULL;
 	vm->heat.nslots = 0;
 	vm->heat.cursor = 0;
+	vm->heat.armed = 0;
 }
 
 /* The heat bytes for the current ranges, allocated on first use; or NULL. */
@@ -176,27 +183,50 @@ static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
 }
 
 /*
- * The tick's sample of the next heat_scan_pmds slots: with a window
- * (heat_window_ms, below interval_ms), clear their bits, sleep the window
- * (no mmap lock held; vm->lock is, so attribute access waits that long),
- * then read them; else read what the whole time since their last sample
- * set.
+ * The tick's part of a sample of the next heat_scan_pmds slots. With a
+ * window (heat_window_ms, below interval_ms): clear their accessed bits
+ * and return the delay, in jiffies (at least one), after which
+ * tlbb_heat_collect() must read them; the slots cleared wait in
+ * vm->heat.armed. Without one (or nothing to clear): sample now, reading
+ * what the whole time since the slots' last sample set, and return 0.
+ * vm->heat.armed is 0 on entry. vm->lock held.
  */
-void tlbb_heat_sample(struct tlbb_vm *vm, struct mm_struct *mm)
+unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	const struct tlbb_params *p = &vm->params;
-	u64 budget = p->heat_scan_pmds;
 
 	if (p->heat_window_ms && p->heat_window_ms < p->interval_ms) {
-		unsigned long us = p->heat_window_ms * USEC_PER_MSEC;
-
 		/* sample no more than were cleared: the same window each */
-		budget = tlbb_heat_walk(vm, mm, false, budget);
-		if (!budget)
-			return;
-		usleep_range(us, us + us / 4);
+		vm->heat.armed = tlbb_heat_walk(vm, mm, false,
+						p->heat_scan_pmds);
+		if (vm->heat.armed) {
+			unsigned long delay = max(msecs_to_jiffies(p->heat_window_ms),
+						  1UL);
+
+			vm->heat.due = jiffies + delay;
+			return delay;
+		}
+		return 0;
 	}
+	tlbb_heat_walk(vm, mm, true, p->heat_scan_pmds);
+	return 0;
+}
+
+/*
+ * The heat work's part: sample the slots tlbb_heat_arm() cleared a window
+ * ago. False if no sample is due yet: nothing armed (called off), or armed
+ * by a tick that ran while this work waited for vm->lock after a stop and
+ * restart, whose own heat work is queued for later. vm->lock held.
+ */
+bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm)
+{
+	u64 budget = vm->heat.armed;
+
+	if (!budget || time_before(jiffies, vm->heat.due))
+		return false;
+	vm->heat.armed = 0;
 	tlbb_heat_walk(vm, mm, true, budget);
+	return true;
 }
 
 /* Heat of slot @slot, or 0 (cold) without a sample of it. */

@@ -50,6 +50,7 @@ const char *tlbb_vm_state_name(struct tlbb_vm *vm)
 }
 
 static void tlbb_vm_tick_work(struct work_struct *work);
+static void tlbb_vm_heat_work(struct work_struct *work);
 static void tlbb_vm_exit_work(struct work_struct *work);
 
 /*
@@ -86,6 +87,7 @@ struct tlbb_vm *tlbb_vm_create(const char *name)
 	INIT_LIST_HEAD(&vm->node);
 	INIT_WORK(&vm->exit_work, tlbb_vm_exit_work);
 	INIT_DELAYED_WORK(&vm->tick_work, tlbb_vm_tick_work);
+	INIT_DELAYED_WORK(&vm->heat_work, tlbb_vm_heat_work);
 	strscpy(vm->name, name, sizeof(vm->name));
 	tlbb_params_default(&vm->params);
 	tlbb_ctrl_init(&vm->ctrl, &vm->params, 0, true);
@@ -130,6 +132,12 @@ static void tlbb_vm_stop(struct tlbb_vm *vm)
 {
 	if (vm->mode == TLBB_MODE_OFF)
 		return;
+	/*
+	 * A heat sample under way is called off; its work, if already
+	 * running (waiting for vm->lock), finds nothing armed.
+	 */
+	cancel_delayed_work(&vm->heat_work);
+	vm->heat.armed = 0;
 	tlbb_counter_stop(vm);
 	if (vm->mm && mmget_not_zero(vm->mm)) {
 		tlbb_thp_release(vm, vm->mm);
@@ -184,7 +192,9 @@ void tlbb_vm_drop(struct tlbb_vm *vm)
 	tlbb_vm_unstage(vm);
 	mutex_unlock(&vm->lock);
 
+	/* the tick first: it queues the heat work (not once dying is set) */
 	cancel_delayed_work_sync(&vm->tick_work);
+	cancel_delayed_work_sync(&vm->heat_work);
 	cancel_work_sync(&vm->exit_work);
 }
 
@@ -766,6 +776,62 @@ static void tlbb_vm_trace_tick(struct tlbb_vm *vm,
 		trace_tlbb_step_up(vm, old_limit, vm->huge_pages);
 }
 
+/*
+ * The limiter's part of a balance tick. Heat order with a window: arm the
+ * sample and leave the split to the heat work a window later (a sample
+ * still due from a late heat work: that work splits, with this tick's
+ * limit). vm->lock held.
+ */
+static void tlbb_vm_limit(struct tlbb_vm *vm, struct mm_struct *mm)
+{
+	unsigned long delay;
+
+	if (vm->params.split_order == TLBB_SPLIT_HEAT) {
+		if (vm->heat.armed)
+			return;
+		delay = tlbb_heat_arm(vm, mm);
+		if (delay) {
+			queue_delayed_work(tlbb_wq, &vm->heat_work, delay);
+			return;
+		}
+	}
+	tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
+}
+
+/*
+ * The end of a heat-order tick, a window after it: sample the slots the
+ * tick cleared, count again (the window let the process change its
+ * memory) and enforce the limit. Takes its own mm reference, as the tick
+ * does; a VM stopped, released or being removed meanwhile has nothing
+ * armed or is skipped.
+ */
+static void tlbb_vm_heat_work(struct work_struct *work)
+{
+	struct tlbb_vm *vm = container_of(to_delayed_work(work),
+					  struct tlbb_vm, heat_work);
+	struct mm_struct *mm = NULL;
+	u64 t0 = ktime_get_ns();
+
+	mutex_lock(&vm->lock);
+	if (vm->mode != TLBB_MODE_BALANCE || vm->dying || !vm->mm ||
+	    READ_ONCE(vm->released) || !mmget_not_zero(vm->mm)) {
+		vm->heat.armed = 0;	/* stopped, or the process is going */
+		goto out;
+	}
+	mm = vm->mm;
+	if (tlbb_heat_collect(vm, mm) &&
+	    vm->params.split_order == TLBB_SPLIT_HEAT) {
+		tlbb_thp_count(vm, mm, &vm->huge_pages);
+		tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
+	}
+out:
+	mutex_unlock(&vm->lock);
+	if (mm) {
+		mmput(mm);
+		tlbb_debugfs_account_late(ktime_get_ns() - t0);
+	}
+}
+
 static void tlbb_vm_tick_work(struct work_struct *work)
 {
 	struct tlbb_vm *vm = container_of(to_delayed_work(work),
@@ -801,11 +867,8 @@ static void tlbb_vm_tick_work(struct work_struct *work)
 			vm->lim.restores++;
 		tlbb_vm_trace_tick(vm, &in, old_limit, act);
 	}
-	if (vm->mode == TLBB_MODE_BALANCE) {
-		if (vm->params.split_order == TLBB_SPLIT_HEAT)
-			tlbb_heat_sample(vm, mm);
-		tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
-	}
+	if (vm->mode == TLBB_MODE_BALANCE)
+		tlbb_vm_limit(vm, mm);
 
 	queue_delayed_work(tlbb_wq, &vm->tick_work,
 			   msecs_to_jiffies(vm->params.interval_ms));
