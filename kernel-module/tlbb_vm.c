@@ -791,7 +791,8 @@ static void tlbb_vm_limit(struct tlbb_vm *vm, struct mm_struct *mm)
 			return;
 		delay = tlbb_heat_arm(vm, mm);
 		if (delay) {
-			queue_delayed_work(tlbb_wq, &vm->heat_work, delay);
+			/* due then, even if an instance were still pending */
+			mod_delayed_work(tlbb_wq, &vm->heat_work, delay);
 			return;
 		}
 	}

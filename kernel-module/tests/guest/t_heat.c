@@ -36,7 +36,8 @@
  * second VM, ten ticks; the debugfs tick_cost file gives the time per slot
  * visited, printed as a "# BENCH heat" line with the cost per tick per GiB
  * (512 slots of 2 MiB, each visited twice a tick: clearing, then reading
- * after heat_window_ms).
+ * after heat_window_ms). Before that, samples in flight while a VM's mode
+ * switches every millisecond and the VM is removed straight after off.
  *
  * tlbb-test-timeout: 240
  */
@@ -280,6 +281,44 @@ static void limit(int order, const char *what)
 }
 
 /*
+ * Samples in flight while the VM stops, restarts and goes: a 2 ms tick
+ * with a 1 ms window, the mode switched balance -> monitor -> balance ->
+ * off every millisecond or so, and rmdir straight after an off, many
+ * times: the heat work is called off or finds nothing armed, never runs
+ * on a VM that is gone (the harness fails on any oops or warning).
+ */
+static void mode_race(void)
+{
+	static const char * const modes[] = { "balance", "monitor", "balance",
+					      "off" };
+	uint64_t pmds0 = cost_field("heat_pmds");
+	unsigned int round, i, bad = 0;
+	int err;
+
+	for (round = 0; round < 20; round++) {
+		err = tlbb_vm_create("heatrace");
+		err = err ?: tlbb_set("heatrace", "pid", "%d\n", getpid());
+		err = err ?: tlbb_set("heatrace", "ranges",
+				      "%p 0x%zx 0x0\n", region, len);
+		err = err ?: tlbb_set("heatrace", "interval_ms", "2\n");
+		err = err ?: tlbb_set("heatrace", "split_order", "2\n");
+		for (i = 0; !err && i < 4 * 10; i++) {
+			err = tlbb_set("heatrace", "mode", "%s\n", modes[i % 4]);
+			usleep(500 + (i * 331) % 2000);
+		}
+		err = err ?: tlbb_set("heatrace", "mode", "balance\n");
+		usleep(1000 + round * 100);
+		err = err ?: tlbb_set("heatrace", "mode", "off\n");
+		err = err ?: tlbb_vm_remove("heatrace");
+		if (err && !bad++)
+			tap_diag("mode race round %u: %s", round, strerror(-err));
+	}
+	tap_ok(!bad && cost_field("heat_pmds") > pmds0,
+	       "heat order, 2 ms ticks, 1 ms window: 20 x 41 mode switches and rmdir right after off, sampling meanwhile (%u rounds failed, %llu slot visits)",
+	       bad, (unsigned long long)(cost_field("heat_pmds") - pmds0));
+}
+
+/*
  * The sampling's cost on 512 MiB of THP memory (256 slots, every one a
  * huge PMD, all sampled each tick): a second VM in balance mode with
  * split_order 2 and no load, ten ticks.
@@ -358,6 +397,7 @@ int main(void)
 	       "checksum of the region unchanged");
 	tap_ok(pmds > 0, "the sampler ran (%llu slot visits in %llu ns)",
 	       (unsigned long long)pmds, (unsigned long long)ns);
+	mode_race();
 	bench();
 	return tap_done();
 }
