@@ -42,11 +42,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, 'tools'))
-if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
-    sys.path.append(REPO)
+sys.path.insert(0, os.path.dirname(HERE))    # tools/
 
+from _repo import REPO  # noqa: E402  (the checkout on sys.path)
 from kernels import boot  # noqa: E402  (the one boot stack)
 from nova_tlbbalance.wait import wait_until  # noqa: E402
 CACHE = boot.default_cache()
