@@ -112,10 +112,16 @@ def render():
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog='python -m nova_tlbbalance.extra_specs_doc',
+        description='Write the flavor extra specs reference page.')
+    ap.add_argument('output', nargs='?', default='-',
+                    help='file to write (default -: stdout)')
+    args = ap.parse_args(argv)
     text = render()
-    if argv and argv[0] != '-':
-        with open(argv[0], 'w') as f:
+    if args.output != '-':
+        with open(args.output, 'w') as f:
             f.write(text)
     else:
         sys.stdout.write(text)

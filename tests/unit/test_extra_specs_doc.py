@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from nova_tlbbalance import extra_specs as es
 from nova_tlbbalance import extra_specs_doc
 
@@ -29,3 +31,15 @@ def test_main_writes_file(tmp_path):
     out = tmp_path / 'x.md'
     assert extra_specs_doc.main([str(out)]) == 0
     assert out.read_text() == extra_specs_doc.render()
+
+
+def test_help_prints_usage_and_writes_no_file(tmp_path, monkeypatch,
+                                              capsys):
+    # `--help` was once taken for the output path: a file named --help
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        extra_specs_doc.main(['--help'])
+    assert exc.value.code == 0
+    assert 'usage:' in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
