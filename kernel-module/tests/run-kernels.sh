@@ -71,9 +71,8 @@ jobs=${TLBB_JOBS:-1}
 cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}
 arch=${TLBB_ARCH:-amd64}
 case "$arch" in
-amd64) CC=${CC:-gcc}; kmake=() ;;
-arm64) CC=${CC:-aarch64-linux-gnu-gcc}
-	kmake=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-) ;;
+amd64) CC=${CC:-gcc} ;;
+arm64) CC=${CC:-aarch64-linux-gnu-gcc} ;;	# the module: module.py
 *) echo "run-kernels: TLBB_ARCH must be amd64 or arm64, not '$arch'" >&2
 	exit 2 ;;
 esac
@@ -158,8 +157,12 @@ build_tests() {
 }
 
 # --- tlbbalance.ko for one kernel: W=1, any warning fails -----------------
+# The one module build (tools/kernels/boot/module.py, the node's too):
+# kernel-module/ without tests copied to <out-dir>/module, make W=1, any
+# warning: or error: line fails, cached by sources, kernel ABI and compiler
+# (~/.cache/nova-tlbbalance/kmod-builds).
 build_module() {	# kernel-dir, out-dir; sets $ko
-	local kdir=$1 dir=$2/module log=$2/module-build.log
+	local kdir=$1 dir=$2 t0
 	ko=
 	if [ -n "${TLBB_NO_MODULE:-}" ]; then
 		say "TLBB_NO_MODULE set: testing without tlbbalance.ko"
@@ -169,49 +172,13 @@ build_module() {	# kernel-dir, out-dir; sets $ko
 		say "no kernel-module/Kbuild yet: testing without tlbbalance.ko"
 		return 0
 	fi
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	# A private copy per kernel so 6.1 and 6.12 objects never mix.
-	tar -C "$kmod" --exclude=./tests --exclude=./core/build \
-		--exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
-		--exclude='*.mod.c' --exclude='.*.cmd' --exclude=modules.order \
-		--exclude=Module.symvers --sort=name --mtime=@0 --owner=0 \
-		--group=0 -cf "$dir.tar" . &&
-		tar -C "$dir" -xf "$dir.tar" || return 1
-	# Same sources, kernel and compiler as an earlier run: reuse its
-	# module and build log (~/.cache/nova-tlbbalance/kmod-builds).
-	local key cached t0
-	key=$( (cat "$dir.tar"; cat "$kdir/abi"; $CC --version; echo "${kmake[*]}") |
-		sha256sum | cut -c1-16)
-	rm -f "$dir.tar"
-	cached=$cache/kmod-builds/$(cat "$kdir/abi")/$key
 	t0=$(date +%s)
-	if [ -f "$cached/tlbbalance.ko" ] && [ -z "${TLBB_REBUILD:-}" ]; then
-		cp "$cached/tlbbalance.ko" "$dir/" &&
-			cp "$cached/build.log" "$log" || return 1
-		say "tlbbalance.ko unchanged since an earlier build: reused ($cached)"
-	elif ! make -C "$dir" -j"$(nproc)" KDIR="$kdir/headers" W=1 \
-		"${kmake[@]}" >"$log" 2>&1; then
-		tail -n 40 "$log"
-		say "not ok - module build failed for $(cat "$kdir/abi") ($log)"
+	if ! ko=$(TLBB_CACHE=$cache PYTHONPATH=$top/tools python3 -m \
+		kernels.boot build-module "$kdir" "$dir" \
+		${TLBB_REBUILD:+--rebuild} --say-prefix "run-kernels: "); then
+		ko=
+		say "not ok - module build for $(cat "$kdir/abi") (above)"
 		return 1
-	fi
-	if grep -Ei '(warning|error):' "$log"; then
-		say "not ok - module build warnings for $(cat "$kdir/abi") ($log)"
-		return 1
-	fi
-	ko=$(find "$dir" -name tlbbalance.ko | head -n 1)
-	if [ -z "$ko" ]; then
-		say "not ok - make succeeded but built no tlbbalance.ko"
-		return 1
-	fi
-	if [ ! -f "$cached/tlbbalance.ko" ]; then
-		# shellcheck disable=SC2012
-		ls -1dt "$(dirname "$cached")"/* 2>/dev/null | tail -n +4 |
-			while read -r old; do rm -rf "$old"; done
-		mkdir -p "$cached" && cp "$ko" "$cached/tlbbalance.ko.tmp" &&
-			cp "$log" "$cached/build.log" &&
-			mv "$cached/tlbbalance.ko.tmp" "$cached/tlbbalance.ko"
 	fi
 	say "ok - tlbbalance.ko built with W=1, no warnings ($(($(date +%s) - t0)) s)"
 	return 0

@@ -34,10 +34,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
-    sys.path.append(REPO)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                'tools'))
 
+from _repo import REPO  # noqa: E402  (the checkout on sys.path)
 from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
 
 PLAYBOOK = os.path.join(REPO, 'ansible', 'site.yml')

@@ -176,3 +176,15 @@ def test_worker_file_splits_kvm_tests_from_the_rest():
     got = [[i for i in ids if any(re.search(r, i) for r in w)]
            for w in workers]
     assert got == [ids[:1], ids[1:]]
+
+
+def test_help_prints_the_knobs_and_starts_nothing(monkeypatch, capsys):
+    """--help once brought a whole cloud up (no argument parser)."""
+    def no_cloud(argv):
+        raise AssertionError('cloud.main(%r) called for --help' % (argv,))
+    monkeypatch.setattr(run_tempest.cloud, 'main', no_cloud)
+    with pytest.raises(SystemExit) as exc:
+        run_tempest.main(['--help'])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert 'TLBB_TEMPEST_REGEX' in out and 'tox -e tempest:' in out

@@ -42,4 +42,3 @@ def test_help_prints_usage_and_writes_no_file(tmp_path, monkeypatch,
     assert exc.value.code == 0
     assert 'usage:' in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
-

@@ -10,6 +10,7 @@ compressed modules, a built-in module), and the QEMU argv per architecture.
 
 import lzma
 import os
+import re
 import subprocess
 import sys
 
@@ -134,3 +135,76 @@ def test_cli_prints_one_argument_a_line(tmp_path):
     argv = out.splitlines()
     assert argv == boot.qemu_argv(k, '/i.cpio',
                                   append='panic=-1 rdinit=/init')
+
+
+def fake_module_tree(tmp_path, warn=False):
+    """A kernel-module/ whose Makefile records its arguments and 'builds'
+    tlbbalance.ko from tlbb_main.c (the real build runs in tox -e kmod and
+    in the node: both through boot.build_module)."""
+    src = tmp_path / 'kernel-module'
+    (src / 'tests').mkdir(parents=True)
+    (src / 'core').mkdir()
+    (src / 'tlbb_main.c').write_text('int main_v1;\n')
+    (src / 'core' / 'tlbb_params.def').write_text('P\n')
+    (src / 'tests' / 't_x.c').write_text('not part of the module\n')
+    (src / 'tlbb_main.o').write_text('an object of an earlier build\n')
+    (src / 'Makefile').write_text(
+        'all:\n'
+        '\t@echo "make $(MAKEFLAGS) KDIR=$(KDIR) W=$(W)"\n'
+        + ('\t@echo "tlbb_main.c:1:5: warning: unused"\n' if warn else '')
+        + '\t@cp tlbb_main.c tlbbalance.ko\n')
+    return src
+
+
+def test_build_module_w1_then_from_the_cache(tmp_path):
+    k = fake_kernel(tmp_path)
+    src = fake_module_tree(tmp_path)
+    said = []
+    ko = boot.build_module(k, str(tmp_path / 'out1'),
+                           cache=str(tmp_path / 'cache'), src=str(src),
+                           say=said.append)
+    assert open(ko).read() == 'int main_v1;\n'
+    build = tmp_path / 'out1' / 'module'
+    assert sorted(os.listdir(str(build))) == [
+        'Makefile', 'core', 'tlbb_main.c', 'tlbbalance.ko']
+    log = (tmp_path / 'out1' / 'module-build.log').read_text()
+    assert 'KDIR=%s W=1' % k.headers in log
+    assert said == []
+    # the same sources for the same kernel: the cached module, no make
+    ko2 = boot.build_module(k, str(tmp_path / 'out2'),
+                            cache=str(tmp_path / 'cache'), src=str(src),
+                            say=said.append)
+    assert open(ko2).read() == 'int main_v1;\n'
+    assert len(said) == 1 and 'reused' in said[0], said
+    # a changed source is built again; a changed test is not a change
+    (src / 'tests' / 't_x.c').write_text('changed\n')
+    assert boot.module.cache_key(k, str(src)) in said[0]
+    (src / 'tlbb_main.c').write_text('int main_v2;\n')
+    ko3 = boot.build_module(k, str(tmp_path / 'out3'),
+                            cache=str(tmp_path / 'cache'), src=str(src),
+                            say=said.append)
+    assert open(ko3).read() == 'int main_v2;\n' and len(said) == 1
+
+
+def test_build_module_a_warning_fails(tmp_path):
+    k = fake_kernel(tmp_path)
+    src = fake_module_tree(tmp_path, warn=True)
+    with pytest.raises(boot.ModuleBuildError,
+                       match='warnings for 6.1.0-99-amd64.*\n.*unused'):
+        boot.build_module(k, str(tmp_path / 'out'),
+                          cache=str(tmp_path / 'cache'), src=str(src))
+    assert not (tmp_path / 'cache' / 'kmod-builds' / k.abi).exists()
+
+
+def test_one_module_build_for_the_tests_and_the_node():
+    """run-kernels.sh and tools/node/node.py both build tlbbalance.ko
+    with boot.build_module; neither runs make on the module itself."""
+    with open(os.path.join(TOP, 'kernel-module', 'tests',
+                           'run-kernels.sh')) as f:
+        rk = f.read()
+    with open(os.path.join(TOP, 'tools', 'node', 'node.py')) as f:
+        node = f.read()
+    assert 'kernels.boot build-module' in rk
+    assert not re.search(r'make -C "\$dir"|W=1 \\', rk)
+    assert 'boot.build_module(kernel' in node
+    assert not re.search(r"\['make', '-C', build", node)

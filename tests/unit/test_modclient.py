@@ -304,3 +304,136 @@ def test_limits_and_modes_come_from_the_def_tables():
     assert modclient.store_max() == os.sysconf('SC_PAGE_SIZE') - 1
     # the append form store_max() is written for
     assert "if (*p == '+') {" in c and 'append = true;' in c
+
+
+# The C tests: the in-guest tests and their library (kernel-module/tests),
+# and the controller core's tests (kernel-module/core/tests).
+C_TEST_GLOBS = ('kernel-module/tests/*.c', 'kernel-module/tests/guest/*.c',
+                'kernel-module/tests/lib/*.[ch]',
+                'kernel-module/core/tests/*.[ch]')
+# "off" and "monitor" are also values of vms/<vm>/state (tlbb_vm.c, the
+# controller's states), which the tests read as such: only the mode names
+# that are not states are never written bare.
+STATE_NAMES = {'off', 'monitor'}
+# A number equal to a bound for another reason: (file, code).
+NOT_A_BOUND = {
+    # 1000 permille is the whole VM, whatever the bound
+    ('kernel-module/core/tests/test_hill.c', '.hill_first_step_pm = 1000;'),
+}
+
+
+def c_test_sources():
+    """{repo-relative path: text without comments} of every C test."""
+    import glob
+    out = {}
+    for pattern in C_TEST_GLOBS:
+        for path in sorted(glob.glob(os.path.join(REPO, pattern))):
+            with open(path) as f:
+                text = f.read()
+            # comments blanked, their newlines kept (line numbers hold)
+            text = re.sub(r'/\*.*?\*/|//[^\n]*',
+                          lambda m: re.sub(r'[^\n]', ' ', m.group(0)),
+                          text, flags=re.S)
+            out[os.path.relpath(path, REPO)] = text
+    assert out, 'no C test sources under %s' % REPO
+    return out
+
+
+def restated_in_c_tests():
+    """Where a C test writes a limit, a mode name or a tunable's bound
+    itself instead of taking it from the .def tables."""
+    found = []
+    limits = module_defs.limits()
+    modes = module_defs.mode_names()
+    params = module_defs.params()
+    for path, text in c_test_sources().items():
+        def flag(what, m):
+            if (path, m.group(0)) in NOT_A_BOUND:
+                return
+            line = text.count('\n', 0, m.start()) + 1
+            found.append('%s:%d: %s (%s)' % (path, line, what, m.group(0)))
+        # the interface limits (configfs): the core never sees them
+        for name, value in limits.items() if 'core/' not in path else ():
+            # one over the limit, the usual way to exercise it
+            for m in re.finditer(r'(?<![\w.])%d(?![\w.])' % (value + 1),
+                                 text):
+                flag('TLBB_%s + 1 restated' % name, m)
+            for m in re.finditer(r'\{1,%d\}' % value, text):
+                flag('TLBB_%s restated' % name, m)
+        for mode in modes:
+            forms = [re.escape(mode) + r'\\n']
+            if mode not in STATE_NAMES:
+                forms.append(re.escape(mode))
+            for m in re.finditer(r'"(%s)"' % '|'.join(forms), text):
+                flag('mode name restated (tlbb_set_mode/tlbb_mode_names)',
+                     m)
+        for p in params:
+            # (0 is the unchecked value the core tests feed on purpose)
+            bounds = {p.max, p.max + 1} | ({p.min - 1} if p.min > 1
+                                           else set())
+            # p.<name> = <bound>;  p.<name> = <x> + rng() % <span>
+            for m in re.finditer(r'\.%s\s*=\s*(\d+)\s*;' % p.name, text):
+                if int(m.group(1)) in bounds:
+                    flag('bound of %s restated (PARAM_MIN/MAX)' % p.name, m)
+            for m in re.finditer(r'\.%s\s*=[^;]*%%\s*(\d+)' % p.name, text):
+                if int(m.group(1)) in (p.max, p.max - p.min + 1):
+                    flag('range of %s restated (PARAM_MIN/MAX)' % p.name, m)
+            # tlbb_set(vm, "<name>", "<n>\n") with n at or past a bound
+            for m in re.finditer(r'"%s",\s*"(\d+)\\n"' % p.name, text):
+                v = int(m.group(1))
+                if not p.min <= v <= p.max:
+                    flag('bound of %s restated (tlbb_params[])' % p.name, m)
+    return found
+
+
+def test_c_tests_take_limits_modes_and_bounds_from_the_def_tables():
+    """The C tests include the .def tables (kernel-module/tests/lib/
+    tlbb_defs.h builds TLBB_MAX_VCPUS, TLBB_MODE_* and tlbb_mode_names from
+    them, as tlbb.h does; the core tests read PARAM_MIN/MAX from
+    tlbb_param_descs), so a limit changed in the .def changes what the
+    tests check."""
+    with open(os.path.join(REPO, 'kernel-module/tests/lib/tlbb_defs.h')) as f:
+        h = f.read()
+    for table in ('tlbb_limits.def', 'tlbb_modes.def', 'tlbb_params.def',
+                  'tlbb_stats.def'):
+        assert '#include "%s"' % table in h, table
+    assert 'TLBB_##name = (value)' in h
+    with open(os.path.join(REPO, 'kernel-module/tests/guest',
+                           't_badinput.c')) as f:
+        bad = f.read()
+    for name in module_defs.limits():
+        assert 'TLBB_%s' % name in bad, name
+    found = restated_in_c_tests()
+    print('\n'.join(found))
+    assert not found, '%d restated in the C tests' % len(found)
+
+
+def test_restated_in_c_tests_finds_each_kind(tmp_path, monkeypatch):
+    """The scanner above finds each kind of restatement (so its silence
+    on the tree means something)."""
+    src = tmp_path / 'kernel-module' / 'tests' / 'guest'
+    src.mkdir(parents=True)
+    for sub in ('tests/lib', 'core/tests'):
+        (tmp_path / 'kernel-module' / sub).mkdir(parents=True)
+    vcpus = module_defs.limit('MAX_VCPUS')
+    interval = module_defs.param('interval_ms')
+    samples = module_defs.param('samples')
+    (src / 't_x.c').write_text(
+        '/* %d in a comment is fine */\n'
+        'for (i = 0; i < %d; i++)\n'
+        'tlbb_set(VM, "mode", "balance\\n");\n'
+        'wait_state(vm, "off");\n'
+        'p.interval_ms = %d;\n'
+        'p.interval_ms = 1 + rng() %% %d;\n'
+        'tlbb_set(VM, "samples", "%d\\n");\n'
+        % (vcpus + 1, vcpus + 1, interval.max, interval.max,
+           samples.min - 1))
+    monkeypatch.setattr('test_modclient.REPO', str(tmp_path))
+    found = restated_in_c_tests()
+    print('\n'.join(found))
+    assert [f.split(': ', 1)[1].split(' (')[0] for f in found] == [
+        'TLBB_MAX_VCPUS + 1 restated',
+        'mode name restated',
+        'bound of interval_ms restated',
+        'range of interval_ms restated',
+        'bound of samples restated'], found

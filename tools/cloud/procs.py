@@ -15,12 +15,12 @@ import subprocess
 import sys
 import time
 
-# nova_tlbbalance (its wait_until) from this checkout.
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-if _REPO not in sys.path:
-    sys.path.insert(0, _REPO)
+# Every cloud module imports this one: nova_tlbbalance (its wait_until)
+# from this checkout.
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))    # tools/
 
+import _repo  # noqa: E402,F401  (the checkout on sys.path)
 from nova_tlbbalance.wait import wait_until, WaitTimeout  # noqa: E402
 
 

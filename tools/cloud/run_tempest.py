@@ -189,7 +189,15 @@ def ssh_pass(tempest, ws, env, facts, top, state_path, conc):
                            SSH_REGEX, conc, state_path, 'SSH host access')
 
 
-def main():
+def main(argv=None):
+    import argparse
+    # no options: its knobs are environment variables (above); --help
+    # prints them instead of bringing a cloud up
+    argparse.ArgumentParser(
+        description=__doc__.split('\n')[0].replace('``', ''),
+        epilog=__doc__[__doc__.index('Environment:'):],
+        formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(
+            sys.argv[1:] if argv is None else argv)
     top = cloud.top_dir()
     regex = os.environ.get('TLBB_TEMPEST_REGEX', DEFAULT_REGEX)
     conc = os.environ.get('TLBB_TEMPEST_CONCURRENCY', '2')

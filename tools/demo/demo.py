@@ -19,11 +19,10 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, 'tools', 'node'))
-sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'node'))
 
-import node as nodelib  # noqa: E402
+import node as nodelib  # noqa: E402  (puts the checkout on sys.path)
+from _repo import REPO  # noqa: E402
 import scenario  # noqa: E402
 
 from nova_tlbbalance.simulate import paper  # noqa: E402

@@ -42,16 +42,12 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, 'tools'))
-if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
-    sys.path.append(REPO)
+sys.path.insert(0, os.path.dirname(HERE))    # tools/
 
+from _repo import REPO  # noqa: E402  (the checkout on sys.path)
 from kernels import boot  # noqa: E402  (the one boot stack)
 from nova_tlbbalance.wait import wait_until  # noqa: E402
-CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
-    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
-    'nova-tlbbalance')
+CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.
 INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
@@ -166,29 +162,23 @@ def build_initramfs(kernel):
 
 
 def build_module(kernel):
-    """tlbbalance.ko from the working tree, built for kernel; its path.
+    """tlbbalance.ko from the working tree for kernel, built as the
+    in-kernel tests build it (tools/kernels/boot/module.py: W=1, no
+    warning, cached by sources and kernel); its path.
 
-    The tree is copied (mtimes kept, so make stays incremental) to a build
-    dir under the cache: the working tree is shared and never gets objects.
+    The sources are copied to a build dir under the cache: the working
+    tree is shared and never gets objects.
     """
-    src = os.path.join(REPO, 'kernel-module')
-    if not os.path.exists(os.path.join(src, 'Makefile')):
-        raise NodeError('no kernel-module/Makefile in the working tree: '
-                        'tlbbalance.ko cannot be built')
     # One build dir per working tree (clones in CI share the cache).
-    build = os.path.join(CACHE, 'node', kernel.abi, 'module-build-%s' % (
+    out = os.path.join(CACHE, 'node', kernel.abi, 'module-%s' % (
         hashlib.sha1(REPO.encode()).hexdigest()[:10]))
     t0 = time.monotonic()
-    with _locked(build):
-        os.makedirs(build, exist_ok=True)
-        _run(['cp', '-a', '--no-preserve=ownership', src + '/.', build],
-             'copying kernel-module/')
-        _run(['make', '-C', build, 'KDIR=' + kernel.headers],
-             'building tlbbalance.ko for ' + kernel.abi)
-    ko = os.path.join(build, 'tlbbalance.ko')
-    if not os.path.exists(ko):
-        raise NodeError('make did not produce %s' % ko)
-    log('tlbbalance.ko built for %s in %.1f s' % (
+    with _locked(out):
+        try:
+            ko = boot.build_module(kernel, out, cache=CACHE, say=log)
+        except boot.BootError as e:
+            raise NodeError(str(e))
+    log('tlbbalance.ko for %s in %.1f s' % (
         kernel.abi, time.monotonic() - t0))
     return ko
 

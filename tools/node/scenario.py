@@ -12,16 +12,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import guestxml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
-    sys.path.append(REPO)
-
-from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
+from _repo import REPO  # node.py, imported first, put tools/ on sys.path
+from nova_tlbbalance.wait import WaitTimeout, wait_until
 CONFIGFS = '/sys/kernel/config/tlbbalance'
 INJECT = '/sys/kernel/debug/tlbbalance/inject'
 

@@ -3,15 +3,9 @@ relay.py: both run inside the node with Debian's python3, the working tree
 at its own path)."""
 
 import glob
-import os
-import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-if REPO not in sys.path:    # nova_tlbbalance's wait_until (stdlib only)
-    sys.path.append(REPO)
-
-from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
+# in the node: on Debian's python3 path (node-init.sh, tlbb-node.pth)
+from nova_tlbbalance.wait import WaitTimeout, wait_until
 
 
 def find_port(name, who, timeout=10, interval=0.1):

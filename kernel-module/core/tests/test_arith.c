@@ -69,6 +69,12 @@ static u64 rng(void)
 }
 
 /* A value of random magnitude: 0 .. 2^bits - 1 with bits in 0..@maxbits. */
+/* Uniform enough in [lo, hi]. */
+static u64 rng_between(u64 lo, u64 hi)
+{
+	return lo + rng() % (hi - lo + 1);
+}
+
 static u64 rng_mag(unsigned int maxbits)
 {
 	unsigned int bits = rng() % (maxbits + 1);
@@ -105,8 +111,8 @@ TEST(load_corners)
 	TEST_ASSERT_EQ(load_of(&p, U64_MAX_, U64_MAX_, 4096),
 		       TLBB_LOAD_MAX_MILLI);
 	/* 2^40 refills at the highest cost over the most vCPU time. */
-	p.refill_cost_ns = 1000000;
-	p.interval_ms = 10000;
+	p.refill_cost_ns = PARAM_MAX(refill_cost_ns);
+	p.interval_ms = PARAM_MAX(interval_ms);
 	TEST_ASSERT_EQ(load_of(&p, 1ULL << 40, 1ULL << 40, 0xffffffffu),
 		       ref_load(&p, 1ULL << 40, 1ULL << 40, 0xffffffffu));
 	/* Product overflows 64 bits and the divisor is large: scaled. */
@@ -116,7 +122,7 @@ TEST(load_corners)
 	p.refill_cost_ns = 1;
 	TEST_ASSERT_EQ(load_of(&p, 3ULL << 62, 3ULL << 62, 0xffffffffu),
 		       ref_load(&p, 3ULL << 62, 3ULL << 62, 0xffffffffu));
-	p.refill_cost_ns = 1000000;
+	p.refill_cost_ns = PARAM_MAX(refill_cost_ns);
 	/* Product overflows and the divisor is tiny: capped. */
 	p.interval_ms = 1;
 	TEST_ASSERT_EQ(load_of(&p, 1ULL << 62, 0, 1), TLBB_LOAD_MAX_MILLI);
@@ -133,8 +139,10 @@ TEST(load_random_against_reference)
 		u64 h = rng_mag(64), s = rng_mag(64), got, want;
 		u32 vcpus = (u32)rng_mag(32);
 
-		p.refill_cost_ns = 1 + rng() % 1000000;
-		p.interval_ms = 1 + rng() % 10000;
+		p.refill_cost_ns = rng_between(PARAM_MIN(refill_cost_ns),
+					       PARAM_MAX(refill_cost_ns));
+		p.interval_ms = rng_between(PARAM_MIN(interval_ms),
+					    PARAM_MAX(interval_ms));
 		got = load_of(&p, h, s, vcpus);
 		want = ref_load(&p, h, s, vcpus);
 		if (h <= 1ULL << 40 && s <= 1ULL << 40)
@@ -168,12 +176,12 @@ TEST(trigger_ticks_round_up)
 	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), 3);
 	p.sustain_ms = 300;
 	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), 3);
-	p.sustain_ms = 3600000;
+	p.sustain_ms = PARAM_MAX(sustain_ms);
 	p.interval_ms = 1;
-	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), 3600000);
+	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), PARAM_MAX(sustain_ms));
 	/* An unchecked interval of 0 counts as 1 ms, never divides by 0. */
 	p.interval_ms = 0;
-	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), 3600000);
+	TEST_ASSERT_EQ(tlbb_trigger_ticks(&p), PARAM_MAX(sustain_ms));
 }
 
 TEST(imbalance_mcf_case)
@@ -263,8 +271,10 @@ TEST(imbalance_random_against_reference)
 		u64 h = rng_mag(64), s = rng_mag(64), got, want;
 		enum tlbb_group g, wg;
 
-		p.huge_entries = 1 + rng_mag(20) % 1048576;
-		p.small_entries = 1 + rng_mag(20) % 1048576;
+		p.huge_entries = PARAM_MIN(huge_entries) + rng_mag(20) %
+			(PARAM_MAX(huge_entries) - PARAM_MIN(huge_entries) + 1);
+		p.small_entries = PARAM_MIN(small_entries) + rng_mag(20) %
+			(PARAM_MAX(small_entries) - PARAM_MIN(small_entries) + 1);
 		got = tlbb_imbalance_milli(&p, h, s, &g);
 		want = ref_y(&p, h, s, &wg);
 		TEST_ASSERT(imbalance_close(&p, h, s, got, want, g, wg),

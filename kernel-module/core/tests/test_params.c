@@ -119,8 +119,8 @@ TEST(params_check_reports_first_bad)
 	struct tlbb_params p;
 
 	test_params(&p);
-	p.samples = 0;
-	p.huge_entries = 0;
+	p.samples = PARAM_MIN(samples) - 1;
+	p.huge_entries = PARAM_MIN(huge_entries) - 1;
 	TEST_ASSERT_EQ(-tlbb_params_check(&p) - 1, TLBB_P_huge_entries);
 }
 

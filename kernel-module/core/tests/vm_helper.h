@@ -28,6 +28,10 @@ struct test_vm {
 #define SMALLLOAD_HUGE_PER_TICK	10ULL
 #define SMALLLOAD_SMALL_PER_TICK 218000ULL
 
+/* A tunable's bounds, from tlbb_params.def: never restated in a test. */
+#define PARAM_MIN(name)	(tlbb_param_descs[TLBB_P_##name].min)
+#define PARAM_MAX(name)	(tlbb_param_descs[TLBB_P_##name].max)
+
 /* Defaults from tlbb_params.def (checked by the params tests). */
 void test_params(struct tlbb_params *p);
 /* A VM of @total huge pages, all of them huge and in use. */

@@ -27,6 +27,7 @@
 #include "cfs.h"
 #include "priv.h"
 #include "tap.h"
+#include "tlbb_defs.h"
 #include "util.h"
 #include "thp.h"
 
@@ -116,7 +117,8 @@ static void test_pid(void)
 
 static void test_vcpus(void)
 {
-	char buf[4096];
+	/* one more "1 " than TLBB_MAX_VCPUS, or a page of digits */
+	static char buf[2 * (TLBB_MAX_VCPUS + 1) + 4096];
 	int n = 0, i, off = 0;
 
 	n += bad("vcpu_tids", "abc", EINVAL);
@@ -133,17 +135,18 @@ static void test_vcpus(void)
 	n += bad("vcpu_tids", buf, ESRCH);		/* another process */
 	snprintf(buf, sizeof(buf), "%d %d", child, child);
 	n += bad("vcpu_tids", buf, EINVAL);		/* listed twice */
-	for (i = 0; i < 1025; i++)
+	for (i = 0; i < TLBB_MAX_VCPUS + 1; i++)
 		off += snprintf(buf + off, sizeof(buf) - off, "1 ");
-	n += bad("vcpu_tids", buf, ERANGE);		/* more than 1024 */
-	memset(buf, '1', sizeof(buf));
-	n += bad_buf("vcpu_tids", buf, sizeof(buf), ERANGE, "4096 digits");
+	n += bad("vcpu_tids", buf, ERANGE);	/* more than TLBB_MAX_VCPUS */
+	memset(buf, '1', 4096);
+	n += bad_buf("vcpu_tids", buf, 4096, ERANGE, "4096 digits");
 	tap_ok(!n, "vcpu_tids: malformed, foreign, duplicate and too many refused, nothing changed");
 }
 
 static void test_ranges(void)
 {
-	char buf[8192];
+	/* room for TLBB_MAX_RANGES + 1 lines of "0x<addr> 4096 0x<gpa>" */
+	static char buf[(TLBB_MAX_RANGES + 1) * 48 + 256];
 	unsigned long r = (unsigned long)region;
 	int n = 0, i, off = 0;
 
@@ -183,10 +186,10 @@ static void test_ranges(void)
 			       r, r + 0x100000), EINVAL);	/* overlap */
 	n += bad("ranges", RNG("0x%lx 0x100000 0\n0x%lx 0x100000 0x80000",
 			       r, r + 0x100000), EINVAL);	/* gpa overlap */
-	for (i = 0; i < 65; i++)
+	for (i = 0; i < TLBB_MAX_RANGES + 1; i++)
 		off += snprintf(buf + off, sizeof(buf) - off, "0x%lx 4096 0x%x\n",
 				r + i * 4096UL, i * 4096);
-	n += bad("ranges", buf, ERANGE);			/* 65 ranges */
+	n += bad("ranges", buf, ERANGE);	/* one over TLBB_MAX_RANGES */
 	n += bad_buf("ranges", RNG("0x%lx 4096 0", r), strlen(buf) + 1,
 		     EINVAL, "NUL-terminated");
 #undef RNG
@@ -195,14 +198,26 @@ static void test_ranges(void)
 
 static void test_mode(void)
 {
-	int n = 0;
+	char buf[64], *c;
+	int n = 0, m;
 
 	n += bad("mode", "", EFAULT);
 	n += bad("mode", "\n", EINVAL);
-	n += bad("mode", "balanced", EINVAL);
-	n += bad("mode", "OFF", EINVAL);
-	n += bad("mode", "monitor extra", EINVAL);
-	n += bad_buf("mode", "monitor\0", 8, EINVAL, "monitor\\0");
+	/* each name of tlbb_modes.def lengthened, upper-cased, followed */
+	for (m = 0; m < TLBB_MODE_COUNT; m++) {
+		const char *name = tlbb_mode_names[m];
+
+		snprintf(buf, sizeof(buf), "%sd", name);
+		n += bad("mode", buf, EINVAL);
+		snprintf(buf, sizeof(buf), "%s", name);
+		for (c = buf; *c; c++)
+			*c = *c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c;
+		n += bad("mode", buf, EINVAL);
+		snprintf(buf, sizeof(buf), "%s extra", name);
+		n += bad("mode", buf, EINVAL);
+		n += bad_buf("mode", name, strlen(name) + 1, EINVAL,
+			     "a name and its NUL");
+	}
 	tap_ok(!n, "mode: unknown values refused, nothing changed");
 }
 
@@ -212,7 +227,7 @@ static void test_busy(void)
 	char buf[128];
 	int n = 0;
 
-	tap_require(!tlbb_set(VM, "mode", "monitor\n"), "mode monitor");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_MONITOR), "mode monitor");
 	snapshot(snap0, sizeof(snap0));
 	/* stats move while monitoring: compare the frozen fields only */
 	snprintf(buf, sizeof(buf), "%d", getpid());
@@ -222,7 +237,7 @@ static void test_busy(void)
 	n += tlbb_set(VM, "ranges", "\n") != -EBUSY;
 	n += tlbb_get_u64(VM, "pid") != (uint64_t)child;
 	tap_ok(!n, "pid, vcpu_tids, ranges refused with EBUSY while monitoring");
-	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_OFF), "mode off");
 	snapshot(snap0, sizeof(snap0));
 }
 
@@ -275,19 +290,20 @@ static void test_readonly(void)
 
 static void test_names(void)
 {
-	char name[80];
+	char name[TLBB_NAME_MAX + 2];
 	int n = 0;
 
 	n += tlbb_vm_create("bad!name") != -EINVAL;
 	n += tlbb_vm_create("a b") != -EINVAL;
 	n += tlbb_vm_create("a\tb") != -EINVAL;
-	memset(name, 'x', 65);
-	name[65] = '\0';
+	memset(name, 'x', TLBB_NAME_MAX + 1);
+	name[TLBB_NAME_MAX + 1] = '\0';
 	n += tlbb_vm_create(name) != -EINVAL;
 	n += tlbb_vm_create(VM) != -EEXIST;
-	name[64] = '\0';
+	name[TLBB_NAME_MAX] = '\0';
 	n += tlbb_vm_create(name) != 0 || tlbb_vm_remove(name) != 0;
-	tap_ok(!n, "VM names outside [A-Za-z0-9._-]{1,64} refused");
+	tap_ok(!n, "VM names outside [A-Za-z0-9._-]{1,%d} refused",
+	       TLBB_NAME_MAX);
 }
 
 static void test_inject(void)
@@ -334,7 +350,7 @@ static void test_capability(void)
 			_exit(99);
 		n += tlbb_set(VM, "pid", "%d\n", getpid()) != -EPERM;
 		n += tlbb_set(VM, "samples", "5\n") != -EPERM;
-		n += tlbb_set(VM, "mode", "monitor\n") != -EPERM;
+		n += tlbb_set_mode(VM, TLBB_MODE_MONITOR) != -EPERM;
 		n += tlbb_vm_create("nocap") != -EPERM;
 		n += tlbb_inject(VM, 1, 1) != -EPERM;
 		_exit(n);
@@ -426,7 +442,7 @@ static void test_random(void)
 	tap_ok(!crashed && !changed_on_error,
 	       "%d random writes: every refused write left the VM unchanged",
 	       RANDOM_WRITES);
-	tlbb_set(VM, "mode", "off\n");
+	tlbb_set_mode(VM, TLBB_MODE_OFF);
 }
 
 int main(void)

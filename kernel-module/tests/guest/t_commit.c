@@ -25,6 +25,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define VM	"staged"
@@ -83,7 +84,8 @@ static int stage_all(pid_t pid, int mode_on)
 	err = err ?: tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", region,
 			      len);
 	err = err ?: tlbb_set(VM, "interval_ms", "20\n");
-	err = err ?: tlbb_set(VM, "mode", mode_on ? "monitor\n" : "off\n");
+	err = err ?: tlbb_set_mode(VM, mode_on ? TLBB_MODE_MONITOR :
+						 TLBB_MODE_OFF);
 	return err;
 }
 
@@ -133,7 +135,7 @@ static void test_refused(void)
 	live(live0, sizeof(live0));
 
 	n += tlbb_set(VM, "commit", "stage\n") != 0;
-	n += tlbb_set(VM, "mode", "balance\n") != 0;
+	n += tlbb_set_mode(VM, TLBB_MODE_BALANCE) != 0;
 	n += !bad_commit(ESRCH, "pid: none staged");
 	n += tlbb_set(VM, "pid", "%d\n", child) != 0;
 	n += !bad_commit(EINVAL, "ranges: none staged");
@@ -152,7 +154,8 @@ static void test_refused(void)
 	n += !bad_commit(EINVAL, "pid:");
 	/* still refused at stage time: form and tunable ranges */
 	n += tlbb_set(VM, "pid", "-0\n") != -EINVAL;
-	n += tlbb_set(VM, "samples", "0\n") != -ERANGE;
+	n += tlbb_set_param(VM, TLBB_P_samples,
+			    tlbb_params[TLBB_P_samples].min - 1) != -ERANGE;
 	n += tlbb_set(VM, "mode", "on\n") != -EINVAL;
 	n += tlbb_set(VM, "commit", "apply\n") != -EINVAL;
 	n += tlbb_set(VM, "commit", "abort\n") != 0;
@@ -162,18 +165,16 @@ static void test_refused(void)
 
 static void test_commit_applies(void)
 {
-	char buf[256];
 	int err;
 
 	tap_require(!stage_all(child, 0), "stage a registration, mode off");
-	err = tlbb_set(VM, "mode", "balance\n");
+	err = tlbb_set_mode(VM, TLBB_MODE_BALANCE);
 	err = err ?: tlbb_set(VM, "commit", "commit\n");
 	tap_ok(!err && commit_says("idle", 0, "committed"),
 	       "commit applies (%s)", strerror(-err));
 	tap_ok(tlbb_get_u64(VM, "pid") == (uint64_t)child &&
 	       tlbb_get_u64(VM, "interval_ms") == 20 &&
-	       tlbb_get(VM, "mode", buf, sizeof(buf)) > 0 &&
-	       !strcmp(buf, "balance") &&
+	       tlbb_mode_is(VM, TLBB_MODE_BALANCE) &&
 	       tlbb_get_u64(VM, "total_pages") == len / thp_pmd_size(),
 	       "pid, vcpu_tids, ranges, interval_ms and mode balance are live at once");
 	tap_ok(tlbb_vm_remove(VM) == -EBUSY,
@@ -187,20 +188,19 @@ static void test_commit_applies(void)
 	       "restaged from the live values; a staged ranges write leaves the live ones (no EBUSY while staging)");
 	err = tlbb_set(VM, "commit", "commit\n");
 	tap_ok(!err && tlbb_get_u64(VM, "total_pages") == len / 2 / thp_pmd_size() &&
-	       tlbb_get(VM, "mode", buf, sizeof(buf)) > 0 &&
-	       !strcmp(buf, "balance"),
+	       tlbb_mode_is(VM, TLBB_MODE_BALANCE),
 	       "commit while balanced: new ranges applied, still balance");
 
 	/* the old order still works, write by write */
-	err = tlbb_set(VM, "mode", "off\n");
+	err = tlbb_set_mode(VM, TLBB_MODE_OFF);
 	err = err ?: tlbb_set(VM, "pid", "0\n");
 	err = err ?: tlbb_set(VM, "pid", "%d\n", child);
 	err = err ?: tlbb_set(VM, "ranges", "%p 0x%zx 0\n", region, len);
-	err = err ?: tlbb_set(VM, "mode", "monitor\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_MONITOR);
 	tap_ok(!err && tlbb_get_u64(VM, "pid") == (uint64_t)child,
 	       "without stage, writes apply one by one as before (%s)",
 	       strerror(-err));
-	tap_ok(!tlbb_set(VM, "mode", "off\n") &&
+	tap_ok(!tlbb_set_mode(VM, TLBB_MODE_OFF) &&
 	       !tlbb_set(VM, "commit", "stage\n"),
 	       "off, then stage again");
 }

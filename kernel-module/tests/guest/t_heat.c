@@ -54,6 +54,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define VM		"heat"
@@ -225,7 +226,7 @@ static void limit(int order, const char *what)
 	 * the window's length.
 	 */
 	err = err ?: tlbb_set(VM, "heat_window_ms", "10\n");
-	err = err ?: tlbb_set(VM, "mode", "balance\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_BALANCE);
 	tap_require(!err, "%s: register in balance mode, split_order %d: %s",
 		    what, order, strerror(-err));
 
@@ -276,7 +277,7 @@ static void limit(int order, const char *what)
 		       "address order splits hot pages (%d/%d left huge): the "
 		       "test tells the orders apart", hot_huge, NHOT);
 	}
-	tap_ok(!tlbb_inject_off(VM) && !tlbb_set(VM, "mode", "off\n") &&
+	tap_ok(!tlbb_inject_off(VM) && !tlbb_set_mode(VM, TLBB_MODE_OFF) &&
 	       !tlbb_vm_remove(VM), "%s: mode off, rmdir", what);
 }
 
@@ -342,7 +343,7 @@ static void bench(void)
 			      blen);
 	err = err ?: tlbb_set("heatbench", "interval_ms", "50\n");
 	err = err ?: tlbb_set("heatbench", "split_order", "2\n");
-	err = err ?: tlbb_set("heatbench", "mode", "balance\n");
+	err = err ?: tlbb_set_mode("heatbench", TLBB_MODE_BALANCE);
 	tap_require(!err, "bench: register 512 MiB: %s", strerror(-err));
 	t0 = tlbb_now_s();
 	while (cost_field("heat_pmds") - v0 < 10 * 2 * 256 &&
@@ -350,8 +351,8 @@ static void bench(void)
 		tlbb_msleep(50);
 	ns = cost_field("heat_ns") - ns0;
 	visits = cost_field("heat_pmds") - v0;
-	tap_ok(visits >= 10 * 2 * 256 && !tlbb_set("heatbench", "mode",
-						       "off\n") &&
+	tap_ok(visits >= 10 * 2 * 256 && !tlbb_set_mode("heatbench",
+							    TLBB_MODE_OFF) &&
 	       !tlbb_vm_remove("heatbench"),
 	       "bench: ten ticks sampled 256 huge pages (%llu visits)",
 	       (unsigned long long)visits);

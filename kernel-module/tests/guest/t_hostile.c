@@ -36,6 +36,7 @@
 #include "priv.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #ifndef MADV_COLLAPSE
@@ -182,7 +183,7 @@ static void test_rmdir(void)
 	int err;
 
 	err = tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", p, len);
-	err = err ?: tlbb_set(VM, "mode", "balance\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_BALANCE);
 	tap_require(!err, "a fresh region, mode balance: %s", strerror(-err));
 	tap_ok(wait_huge(p, 0, 5000) == 0 && thp_vma_nohuge(p) == 1,
 	       "balance, floor 0: every huge page split, VMA held");
@@ -194,17 +195,18 @@ static void test_rmdir(void)
 	tap_ok(err == EACCES, "nobody: rmdir refused (%s)",
 	       err > 0 ? strerror(err) : err ? "killed" : "removed");
 	tlbb_get(VM, "mode", mode, sizeof(mode));
-	tap_ok(!strcmp(mode, "balance") && thp_vma_nohuge(p) == 1 &&
+	tap_ok(!strcmp(mode, tlbb_mode_names[TLBB_MODE_BALANCE]) &&
+	       thp_vma_nohuge(p) == 1 &&
 	       thp_huge_pages(0, p, len) == 0,
 	       "the VM is still balanced and its hold in force (mode %s)",
 	       mode);
 	tap_ok(tlbb_vm_remove(VM) == -EBUSY,
 	       "root too: rmdir of an active VM is EBUSY (switch it off first)");
-	tap_ok(!tlbb_set(VM, "mode", "monitor\n") &&
+	tap_ok(!tlbb_set_mode(VM, TLBB_MODE_MONITOR) &&
 	       tlbb_vm_remove(VM) == -EBUSY &&
-	       !tlbb_set(VM, "mode", "balance\n"),
+	       !tlbb_set_mode(VM, TLBB_MODE_BALANCE),
 	       "balance -> monitor -> balance: pinned throughout");
-	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_OFF), "mode off");
 }
 
 /* mremap the held region, then mode off / rmdir. */
@@ -216,7 +218,7 @@ static char *test_mremap(char *p)
 	int err;
 
 	sum = thp_checksum(p, len);
-	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_BALANCE), "mode balance");
 	huge = wait_huge(p, 0, 5000);
 	tap_ok(huge == 0 && thp_vma_nohuge(p) == 1,
 	       "limit 0: split and held (%ld huge, nh %d)", huge, thp_vma_nohuge(p));
@@ -227,7 +229,7 @@ static char *test_mremap(char *p)
 	tap_ok(thp_vma_nohuge(q) == 1, "the moved VMA carries the limiter's VM_NOHUGEPAGE");
 	tap_ok(thp_checksum(q, len) == sum, "contents unchanged by the move");
 	tlbb_msleep(100);	/* a few ticks on the stale range */
-	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_OFF), "mode off");
 	tap_ok(thp_vma_nohuge(q) == 0,
 	       "mode off clears VM_NOHUGEPAGE at the new address (nh %d)",
 	       thp_vma_nohuge(q));
@@ -238,14 +240,14 @@ static char *test_mremap(char *p)
 
 	/* once more, ended by rmdir (allowed after off) */
 	err = tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", q, len);
-	err = err ?: tlbb_set(VM, "mode", "balance\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_BALANCE);
 	tap_require(!err, "register the moved region: %s", strerror(-err));
 	huge = wait_huge(q, 0, 5000);
 	dst = thp_alloc(len, 0, 1);
 	p = mremap(q, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	tap_require(p == dst, "mremap again: %s", strerror(errno));
 	tap_ok(huge == 0 && thp_vma_nohuge(p) == 1, "held and moved again");
-	err = tlbb_set(VM, "mode", "off\n");
+	err = tlbb_set_mode(VM, TLBB_MODE_OFF);
 	err = err ?: tlbb_vm_remove(VM);
 	tap_ok(!err && thp_vma_nohuge(p) == 0,
 	       "off + rmdir: no VM_NOHUGEPAGE left (nh %d)", thp_vma_nohuge(p));
@@ -277,7 +279,7 @@ static void test_protnone(void)
 	tap_require(!tlbb_set(VM, "ranges", "%p 0x%zx 0x40000000\n", p, len),
 		    "ranges: a fresh region");
 	tap_require(!mprotect(p, len, PROT_NONE), "mprotect PROT_NONE");
-	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_BALANCE), "mode balance");
 	for (t = 0; t < 5000; t += 20) {
 		if (!status_num("limiter_stuck", &stuck) && stuck == PAGES)
 			break;
@@ -295,7 +297,7 @@ static void test_protnone(void)
 	status_num("limiter_stuck", &stuck);
 	tap_ok(huge == 0 && stuck == 0,
 	       "accessible again: split, limiter_stuck %lld", stuck);
-	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_OFF), "mode off");
 }
 
 int main(void)

@@ -199,7 +199,7 @@ static void test_limited(struct stage2_vm *s)
 		       exits, most);
 
 	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
-	if (kvm_limit_mode(&l, "off") &&
+	if (kvm_limit_mode(&l, TLBB_MODE_OFF) &&
 	    tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
 		   "restored: MADV_COLLAPSE of the slot after mode off (%s)",
 		   strerror(errno)) &&

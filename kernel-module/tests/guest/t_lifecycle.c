@@ -34,6 +34,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define REGION		(4UL << 20)
@@ -105,7 +106,7 @@ static void test_attributes(void)
 	tap_ok(!tlbb_status("lc-attrs", "inject_enabled", st, sizeof(st)) &&
 	       !strcmp(st, "1"), "status reports inject_enabled 1");
 	tap_ok(!tlbb_status("lc-attrs", "mode", st, sizeof(st)) &&
-	       !strcmp(st, "off") &&
+	       !strcmp(st, tlbb_mode_names[TLBB_MODE_OFF]) &&
 	       !tlbb_status("lc-attrs", "pid", buf, sizeof(buf)) &&
 	       !strcmp(buf, "0"), "a new VM is off with pid 0");
 	tap_ok(!tlbb_vm_remove("lc-attrs"), "rmdir vms/lc-attrs");
@@ -123,7 +124,7 @@ static void test_exit(void)
 	err = err ?: tlbb_set("lc-exit", "ranges", "%p %lu 0\n", region,
 			      REGION);
 	err = err ?: tlbb_set("lc-exit", "interval_ms", "20\n");
-	err = err ?: tlbb_set("lc-exit", "mode", "monitor\n");
+	err = err ?: tlbb_set_mode("lc-exit", TLBB_MODE_MONITOR);
 	tap_ok(!err, "register a live process and monitor it (%s)",
 	       strerror(-err));
 	tlbb_get("lc-exit", "backend", buf, sizeof(buf));
@@ -147,10 +148,9 @@ static void test_exit(void)
 	reap(child);
 	tap_ok(!wait_state("lc-exit", "exited", 1000, buf, sizeof(buf)),
 	       "state reads exited within 1 s of the exit (%s)", buf);
-	tlbb_get("lc-exit", "mode", buf, sizeof(buf));
-	tap_ok(!strcmp(buf, "off") && tlbb_get_u64("lc-exit", "pid") == 0,
+	tap_ok(tlbb_mode_is("lc-exit", TLBB_MODE_OFF) && tlbb_get_u64("lc-exit", "pid") == 0,
 	       "mode off and pid 0 after the exit");
-	tap_ok(tlbb_set("lc-exit", "mode", "monitor\n") == -ESRCH,
+	tap_ok(tlbb_set_mode("lc-exit", TLBB_MODE_MONITOR) == -ESRCH,
 	       "monitor after exit: ESRCH");
 	tap_ok(tlbb_set("lc-exit", "pid", "%d\n", child) == -ESRCH,
 	       "the dead pid: ESRCH");
@@ -165,9 +165,9 @@ static int reg_step(const char *vm, int step, pid_t child)
 	case 1: return tlbb_set(vm, "vcpu_tids", "%d\n", child);
 	case 2: return tlbb_set(vm, "ranges", "%p %lu 0\n", region, REGION);
 	case 3: return tlbb_set(vm, "interval_ms", "10\n");
-	case 4: return tlbb_set(vm, "mode", "monitor\n");
+	case 4: return tlbb_set_mode(vm, TLBB_MODE_MONITOR);
 	case 5: return tlbb_inject(vm, 2180000, 400);
-	case 6: return tlbb_set(vm, "mode", "balance\n");
+	case 6: return tlbb_set_mode(vm, TLBB_MODE_BALANCE);
 	default: return 0;
 	}
 }
@@ -290,7 +290,7 @@ static void test_rmdir_under_load(void)
 		err = err ?: tlbb_set("busy", "ranges", "%p %lu 0\n", region,
 				      REGION);
 		err = err ?: tlbb_set("busy", "interval_ms", "1\n");
-		err = err ?: tlbb_set("busy", "mode", "balance\n");
+		err = err ?: tlbb_set_mode("busy", TLBB_MODE_BALANCE);
 		if (err) {
 			tap_diag("busy round %d: %s", i, strerror(-err));
 			bad++;
@@ -298,7 +298,7 @@ static void test_rmdir_under_load(void)
 		tlbb_msleep(5);
 		/* an active VM is pinned: rmdir is EBUSY until mode off */
 		if (tlbb_vm_remove("busy") != -EBUSY ||
-		    tlbb_set("busy", "mode", "off\n") ||
+		    tlbb_set_mode("busy", TLBB_MODE_OFF) ||
 		    tlbb_vm_remove("busy"))
 			bad++;
 	}
@@ -330,7 +330,7 @@ static void test_rmmod(void)
 		    "mkdir two VMs");
 	err = tlbb_set("lc-rm1", "pid", "%d\n", child);
 	err = err ?: tlbb_set("lc-rm1", "ranges", "%p %lu 0\n", region, REGION);
-	err = err ?: tlbb_set("lc-rm1", "mode", "balance\n");
+	err = err ?: tlbb_set_mode("lc-rm1", TLBB_MODE_BALANCE);
 	tap_ok(!err, "one VM in balance mode");
 
 	ret = syscall(SYS_delete_module, "tlbbalance", O_NONBLOCK);
@@ -338,11 +338,10 @@ static void test_rmmod(void)
 	tap_ok(ret < 0, "rmmod with VMs registered fails (%s)",
 	       ret < 0 ? strerror(err) : "it succeeded");
 	tap_ok(!access("/sys/module/tlbbalance", F_OK) &&
-	       tlbb_get("lc-rm1", "mode", buf, sizeof(buf)) > 0 &&
-	       !strcmp(buf, "balance"),
+	       tlbb_mode_is("lc-rm1", TLBB_MODE_BALANCE),
 	       "the module and its VMs are still there");
 
-	tap_ok(!tlbb_set("lc-rm1", "mode", "off\n") &&
+	tap_ok(!tlbb_set_mode("lc-rm1", TLBB_MODE_OFF) &&
 	       !tlbb_vm_remove("lc-rm1") && !tlbb_vm_remove("lc-rm2"),
 	       "mode off, rmdir both VMs");
 	reap(child);

@@ -36,6 +36,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define VM		"mcf"
@@ -94,7 +95,7 @@ static void setup(void)
 	err = err ?: tlbb_set(VM, "interval_ms", "%d\n", INTERVAL_MS);
 	err = err ?: tlbb_set(VM, "sustain_ms", "%d\n", SUSTAIN_MS);
 	err = err ?: tlbb_set(VM, "floor_pages", "%d\n", FLOOR);
-	err = err ?: tlbb_set(VM, "mode", "balance\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_BALANCE);
 	tap_require(!err, "register this process in balance mode: %s",
 		    strerror(-err));
 	tlbb_msleep(3 * INTERVAL_MS);
@@ -230,33 +231,33 @@ static void leave(uint64_t sum0)
 	int err;
 	long huge;
 
-	err = tlbb_set(VM, "mode", "off\n");
+	err = tlbb_set_mode(VM, TLBB_MODE_OFF);
 	err = err ?: tlbb_set_fast(VM, PAGES);
 	err = err ?: tlbb_inject(VM, MCF_HUGE, MCF_SMALL);
-	err = err ?: tlbb_set(VM, "mode", "monitor\n");
+	err = err ?: tlbb_set_mode(VM, TLBB_MODE_MONITOR);
 	tap_require(!err, "fast settings, monitor mode: %s", strerror(-err));
 	tlbb_msleep(1000);
 	tap_ok(tlbb_get_u64(VM, "huge_limit") == PAGES &&
 	       smaps_huge() == PAGES && thp_vma_nohuge(region) == 0,
 	       "monitor mode under mcf load: limit, huge pages and flags untouched");
 
-	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_BALANCE), "mode balance");
 	huge = wait_huge(0, 5000);
 	tap_ok(huge == 0 && thp_vma_nohuge(region) == 1,
 	       "balance, floor 0: every huge page split, VMA held (%ld)", huge);
-	tap_require(!tlbb_set(VM, "mode", "off\n"), "mode off");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_OFF), "mode off");
 	tap_ok(thp_vma_nohuge(region) == 0, "mode off lifts VM_NOHUGEPAGE at once");
 	huge = wait_huge(PAGES, 20000);
 	tap_ok(huge == PAGES, "huge pages return after mode off (%ld)", huge);
 
-	tap_require(!tlbb_set(VM, "mode", "balance\n"), "mode balance again");
+	tap_require(!tlbb_set_mode(VM, TLBB_MODE_BALANCE), "mode balance again");
 	huge = wait_huge(0, 5000);
 	tap_ok(huge == 0 && thp_vma_nohuge(region) == 1,
 	       "balance again: all split, held (%ld)", huge);
 	tap_ok(!tlbb_inject_off(VM) && tlbb_vm_remove(VM) == -EBUSY &&
 	       thp_vma_nohuge(region) == 1,
 	       "rmdir while the limit holds: EBUSY, the hold stays");
-	tap_ok(!tlbb_set(VM, "mode", "off\n") && !tlbb_vm_remove(VM),
+	tap_ok(!tlbb_set_mode(VM, TLBB_MODE_OFF) && !tlbb_vm_remove(VM),
 	       "mode off, then rmdir");
 	tap_ok(thp_vma_nohuge(region) == 0, "no VM_NOHUGEPAGE left after off + rmdir");
 	huge = wait_huge(PAGES, 20000);

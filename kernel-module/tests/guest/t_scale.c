@@ -30,6 +30,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define NVMS		1000
@@ -147,7 +148,7 @@ int main(void)
 	if (err)
 		tap_bail("cannot go on without the VMs");
 	for (i = 0; i < NVMS && !err; i++)
-		err = tlbb_set(vm_name(i), "mode", "monitor\n");
+		err = tlbb_set_mode(vm_name(i), TLBB_MODE_MONITOR);
 	tap_ok(!err, "all %d VMs monitored at once (%s)", NVMS, strerror(-err));
 
 	measure("monitor, no backend (controller idle)", MEASURE_S);
@@ -157,7 +158,7 @@ int main(void)
 	measure("monitor, injected load", MEASURE_S);
 
 	for (i = 0; i < NVMS && !err; i++)
-		err = tlbb_set(vm_name(i), "mode", "balance\n");
+		err = tlbb_set_mode(vm_name(i), TLBB_MODE_BALANCE);
 	tap_ok(!err, "every VM switched to balance mode");
 	t0 = tlbb_now_s();
 	do {

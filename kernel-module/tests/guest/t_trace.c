@@ -41,6 +41,7 @@
 #include "cfs.h"
 #include "tap.h"
 #include "thp.h"
+#include "tlbb_defs.h"
 #include "util.h"
 
 #define VM		"trc"
@@ -114,13 +115,17 @@ static void tracefs_teardown(void)
 /* Every event is there, with the VM name and pid as fields. */
 static void check_formats(void)
 {
-	char path[256], buf[4096];
+	char path[256], buf[4096], vm_field[64];
 	unsigned int i, good = 0;
+
+	/* the VM name and its NUL (tlbb_limits.def) */
+	snprintf(vm_field, sizeof(vm_field), "field:char vm[%d];",
+		 TLBB_NAME_MAX + 1);
 
 	for (i = 0; i < ARRAY_SIZE(events); i++) {
 		snprintf(path, sizeof(path), EVENTS "/%s/format", events[i]);
 		if (file_read(path, buf, sizeof(buf)) > 0 &&
-		    strstr(buf, "field:char vm[65];") &&
+		    strstr(buf, vm_field) &&
 		    strstr(buf, "field:int pid;"))
 			good++;
 		else
@@ -258,7 +263,7 @@ static void read_trace(struct seen *s)
 }
 
 static void register_vm(const char *vm, pid_t pid, void *p, size_t n,
-			const char *mode)
+			enum tlbb_mode mode)
 {
 	int err;
 
@@ -268,8 +273,9 @@ static void register_vm(const char *vm, pid_t pid, void *p, size_t n,
 	err = err ?: tlbb_set(vm, "ranges", "%p 0x%zx 0x40000000\n", p, n);
 	err = err ?: tlbb_set_fast(vm, STEP);
 	err = err ?: tlbb_set(vm, "floor_pages", "%d\n", FLOOR);
-	err = err ?: tlbb_set(vm, "mode", "%s\n", mode);
-	tap_require(!err, "register %s (pid %d) in %s mode: %s", vm, pid, mode,
+	err = err ?: tlbb_set_mode(vm, mode);
+	tap_require(!err, "register %s (pid %d) in %s mode: %s", vm, pid,
+		    tlbb_mode_names[mode],
 		    strerror(-err));
 }
 
@@ -349,9 +355,9 @@ int main(void)
 		    !tracefs_set("tracing_on", "1"),
 		    "events/tlbbalance: filter vm == \"%s\", enabled", VM);
 
-	register_vm(NOISE, holder, noise_mem, noise_len, "monitor");
+	register_vm(NOISE, holder, noise_mem, noise_len, TLBB_MODE_MONITOR);
 	tap_require(!tlbb_inject(NOISE, MCF_HUGE, MCF_SMALL), "inject noise");
-	register_vm(VM, getpid(), region, len, "balance");
+	register_vm(VM, getpid(), region, len, TLBB_MODE_BALANCE);
 
 	/* 1: huge group dominant, down to the floor */
 	tap_require(!tlbb_inject(VM, MCF_HUGE, MCF_SMALL), "inject mcf load");
@@ -427,8 +433,8 @@ int main(void)
 	tlbb_inject_off(VM);
 	tlbb_inject_off(NOISE);
 	mprotect(region, len, PROT_READ | PROT_WRITE);
-	tap_ok(!tlbb_set(VM, "mode", "off\n") && !tlbb_vm_remove(VM) &&
-	       !tlbb_set(NOISE, "mode", "off\n") && !tlbb_vm_remove(NOISE),
+	tap_ok(!tlbb_set_mode(VM, TLBB_MODE_OFF) && !tlbb_vm_remove(VM) &&
+	       !tlbb_set_mode(NOISE, TLBB_MODE_OFF) && !tlbb_vm_remove(NOISE),
 	       "mode off, rmdir both VMs");
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);

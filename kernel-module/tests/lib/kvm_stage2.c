@@ -102,7 +102,7 @@ bool kvm_limit_to_floor(struct kvm_limit *l, const char *prefix,
 		     "step_pages");
 	ok &= set_ok(tlbb_set_param(vm, TLBB_P_floor_pages, KVM_LIMIT_FLOOR),
 		     "floor_pages");
-	ok &= set_ok(tlbb_set(vm, "mode", "balance\n"), "mode balance");
+	ok &= set_ok(tlbb_set_mode(vm, TLBB_MODE_BALANCE), "mode balance");
 	ok &= set_ok(tlbb_inject(vm, INJECT_HUGE, INJECT_SMALL),
 		     "inject (huge-dominant refills)");
 	if (!ok) {
@@ -137,16 +137,16 @@ bool kvm_limit_to_floor(struct kvm_limit *l, const char *prefix,
 	return true;
 }
 
-bool kvm_limit_mode(struct kvm_limit *l, const char *mode)
+bool kvm_limit_mode(struct kvm_limit *l, enum tlbb_mode mode)
 {
 	char what[32];
 
-	snprintf(what, sizeof(what), "mode %s", mode);
-	return set_ok(tlbb_set(l->vm, "mode", "%s\n", mode), what);
+	snprintf(what, sizeof(what), "mode %s", tlbb_mode_names[mode]);
+	return set_ok(tlbb_set_mode(l->vm, mode), what);
 }
 
 void kvm_limit_remove(struct kvm_limit *l)
 {
-	tlbb_set(l->vm, "mode", "off\n");
+	tlbb_set_mode(l->vm, TLBB_MODE_OFF);
 	set_ok(tlbb_vm_remove(l->vm), "rmdir vms/<vm>");
 }

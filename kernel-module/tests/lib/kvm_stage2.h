@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "kvm_util.h"
+#include "tlbb_defs.h"
 
 #define KVM_S2_CODE_GPA		0x0ul
 #define KVM_S2_CODE_SIZE	0x10000ul
@@ -77,8 +78,8 @@ struct kvm_limit {
  */
 bool kvm_limit_to_floor(struct kvm_limit *l, const char *prefix,
 			void *hva, size_t size, uint64_t gpa);
-/* Write mode (e.g. "off"); one TAP check; true on success. */
-bool kvm_limit_mode(struct kvm_limit *l, const char *mode);
+/* Write mode (e.g. TLBB_MODE_OFF); one TAP check; true on success. */
+bool kvm_limit_mode(struct kvm_limit *l, enum tlbb_mode mode);
 /* Mode off and rmdir the VM directory (one TAP check). */
 void kvm_limit_remove(struct kvm_limit *l);
 

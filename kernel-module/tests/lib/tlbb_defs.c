@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <inttypes.h>
+#include <string.h>
 
 #include "cfs.h"
 #include "tlbb_defs.h"
@@ -16,6 +17,25 @@ const char *const tlbb_stat_names[TLBB_S_COUNT] = {
 #include "tlbb_stats.def"
 #undef TLBB_STAT
 };
+
+const char *const tlbb_mode_names[TLBB_MODE_COUNT] = {
+#define TLBB_MODE(id, name, help) [TLBB_MODE_##id] = name,
+#include "tlbb_modes.def"
+#undef TLBB_MODE
+};
+
+int tlbb_set_mode(const char *vm, enum tlbb_mode mode)
+{
+	return tlbb_set(vm, "mode", "%s\n", tlbb_mode_names[mode]);
+}
+
+int tlbb_mode_is(const char *vm, enum tlbb_mode mode)
+{
+	char buf[64];
+
+	return tlbb_get(vm, "mode", buf, sizeof(buf)) > 0 &&
+	       !strcmp(buf, tlbb_mode_names[mode]);
+}
 
 int tlbb_set_param(const char *vm, enum tlbb_param_id id, uint64_t val)
 {

@@ -4,12 +4,15 @@
       prints the QEMU argv, one argument a line (bash: mapfile -t)
   modules KERNEL_DIR NAME...
       prints the module files NAME needs, in load order
+  build-module KERNEL_DIR OUT_DIR [--rebuild] [--say-prefix P]
+      builds tlbbalance.ko for the kernel (W=1, no warning; cached) and
+      prints its path; a reused cached module is said on stderr
 """
 
 import argparse
 import sys
 
-from . import BootError, Kernel, qemu_argv
+from . import BootError, Kernel, build_module, qemu_argv
 
 
 def main(argv=None):
@@ -26,6 +29,11 @@ def main(argv=None):
     m = sub.add_parser('modules')
     m.add_argument('kernel_dir')
     m.add_argument('names', nargs='+')
+    b = sub.add_parser('build-module')
+    b.add_argument('kernel_dir')
+    b.add_argument('out_dir')
+    b.add_argument('--rebuild', action='store_true')
+    b.add_argument('--say-prefix', default='kernels.boot: ')
     args = p.parse_args(argv)
     try:
         kernel = Kernel.from_dir(args.kernel_dir)
@@ -33,6 +41,11 @@ def main(argv=None):
             out = qemu_argv(kernel, args.initrd, append=args.append,
                             mem=args.mem, smp=args.smp, accel=args.accel,
                             serial=args.serial)
+        elif args.action == 'build-module':
+            out = [build_module(
+                kernel, args.out_dir, rebuild=args.rebuild,
+                say=lambda msg: print(args.say_prefix + msg,
+                                      file=sys.stderr, flush=True))]
         else:
             out = kernel.module_deps(args.names)
     except (BootError, OSError) as e:
