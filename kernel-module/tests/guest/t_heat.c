@@ -160,7 +160,7 @@ static struct lat read_loop(int ms)
 	uint64_t ticks0;
 	char buf[4096];
 
-	tap_require(!tlbb_set(VM, "heat_window_ms", "%d\n", ms),
+	tap_require(!tlbb_set_param(VM, TLBB_P_heat_window_ms, ms),
 		    "heat_window_ms %d", ms);
 	ticks0 = tlbb_get_u64(VM, "ticks");
 	t0 = tlbb_now_s();
@@ -290,8 +290,10 @@ static void limit(int order, const char *what)
  */
 static void mode_race(void)
 {
-	static const char * const modes[] = { "balance", "monitor", "balance",
-					      "off" };
+	static const enum tlbb_mode modes[] = {
+		TLBB_MODE_BALANCE, TLBB_MODE_MONITOR, TLBB_MODE_BALANCE,
+		TLBB_MODE_OFF,
+	};
 	uint64_t pmds0 = cost_field("heat_pmds");
 	unsigned int round, i, bad = 0;
 	int err;
@@ -301,15 +303,15 @@ static void mode_race(void)
 		err = err ?: tlbb_set("heatrace", "pid", "%d\n", getpid());
 		err = err ?: tlbb_set("heatrace", "ranges",
 				      "%p 0x%zx 0x0\n", region, len);
-		err = err ?: tlbb_set("heatrace", "interval_ms", "2\n");
-		err = err ?: tlbb_set("heatrace", "split_order", "2\n");
+		err = err ?: tlbb_set_param("heatrace", TLBB_P_interval_ms, 2);
+		err = err ?: tlbb_set_param("heatrace", TLBB_P_split_order, 2);
 		for (i = 0; !err && i < 4 * 10; i++) {
-			err = tlbb_set("heatrace", "mode", "%s\n", modes[i % 4]);
+			err = tlbb_set_mode("heatrace", modes[i % 4]);
 			usleep(500 + (i * 331) % 2000);
 		}
-		err = err ?: tlbb_set("heatrace", "mode", "balance\n");
+		err = err ?: tlbb_set_mode("heatrace", TLBB_MODE_BALANCE);
 		usleep(1000 + round * 100);
-		err = err ?: tlbb_set("heatrace", "mode", "off\n");
+		err = err ?: tlbb_set_mode("heatrace", TLBB_MODE_OFF);
 		err = err ?: tlbb_vm_remove("heatrace");
 		if (err && !bad++)
 			tap_diag("mode race round %u: %s", round, strerror(-err));

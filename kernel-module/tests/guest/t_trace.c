@@ -292,7 +292,7 @@ static void check_fail_count(int order)
 	double t0;
 	FILE *f;
 
-	tap_require(!tlbb_set(VM, "split_order", "%d\n", order) &&
+	tap_require(!tlbb_set_param(VM, TLBB_P_split_order, order) &&
 		    !tracefs_clear() && !tracefs_set("tracing_on", "1"),
 		    "split_order %d, trace cleared and on", order);
 	/* a few ticks, each with its failed splits (20 ms ticks) */
