@@ -14,6 +14,12 @@ run (the machine is shared and noisy). Both go through the same scheduler
 and compute hosts. The tagged server also pre-faults its RAM
 (``<allocation mode='immediate'>``): that is part of what the plugin does,
 so it is in the figure.
+
+``--variant NAME=KEY=VALUE[,KEY=VALUE...]`` (repeatable) adds flavors
+with other extra specs to the same rounds, e.g. where the time goes:
+``--variant meta-only=tlbbalance:mode=monitor,tlbbalance:backing=none``
+(the plugin and the hook, no memory backing). Each is printed against
+the untagged flavor.
 """
 
 import argparse
@@ -60,15 +66,25 @@ def main(argv=None):
     p.add_argument('--rounds', type=int, default=8)
     p.add_argument('--ram', type=int, default=64, help='MiB per server')
     p.add_argument('--timeout', type=int, default=300)
+    p.add_argument('--variant', action='append', default=[],
+                   metavar='NAME=KEY=VALUE[,KEY=VALUE]',
+                   help='another flavor with these extra specs')
     args = p.parse_args(argv)
+    kinds = [('untagged', {}), ('tagged', {'tlbbalance:mode': 'monitor'})]
+    for v in args.variant:
+        name, _, specs = v.partition('=')
+        try:
+            kinds.append((name, dict(kv.split('=', 1)
+                                     for kv in specs.split(','))))
+        except ValueError:
+            p.error('--variant %r: NAME=KEY=VALUE[,KEY=VALUE...]' % v)
     with open(os.path.join(cloud.top_dir(), 'cloud.json')) as f:
         facts = json.load(f)
     adm = api.Client(facts['auth_url']).authenticate()
     image = facts['images']['tlbb-payload']
     hdr = {'OpenStack-API-Version': 'compute 2.86'}
     flavors = {}
-    for kind, specs in (('untagged', {}),
-                        ('tagged', {'tlbbalance:mode': 'monitor'})):
+    for kind, specs in kinds:
         f = adm.post('compute:/flavors', {'flavor': {
             'name': 'bench-%s-%d' % (kind, os.getpid()), 'ram': args.ram,
             'vcpus': 1, 'disk': 1}})['flavor']
@@ -76,11 +92,12 @@ def main(argv=None):
             adm.post('compute:/flavors/%s/os-extra_specs' % f['id'],
                      {'extra_specs': specs}, headers=hdr)
         flavors[kind] = f['id']
-    times = {'tagged': [], 'untagged': []}
+    times = {k: [] for k, _ in kinds}
     try:
         for r in range(args.rounds):
-            order = ('tagged', 'untagged') if r % 2 else \
-                ('untagged', 'tagged')
+            # each flavor first in turn, so none always follows another
+            order = [k for k, _ in kinds]
+            order = order[r % len(order):] + order[:r % len(order)]
             for kind in order:
                 t = boot_once(adm, flavors[kind], image,
                               'bench-%s-%d' % (kind, r), args.timeout)
@@ -96,6 +113,11 @@ def main(argv=None):
                                min(times['untagged']), med['tagged'],
                                min(times['tagged']),
                                med['tagged'] / med['untagged']))
+    for kind, specs in kinds[2:]:
+        print('  %s (%s): median %.2f s (min %.2f); / untagged = %.3f'
+              % (kind, ','.join('%s=%s' % i for i in sorted(specs.items())),
+                 med[kind], min(times[kind]),
+                 med[kind] / med['untagged']))
     return 0
 
 
