@@ -44,6 +44,12 @@ opts = [
         'default_strict',
         help='Strictness used when a managed flavor does not set '
              'tlbbalance:strict. Unset: %s.' % _table_default('strict')),
+    cfg.BoolOpt(
+        'default_prefault',
+        help='Pre-faulting of THP-backed guest RAM used when a managed '
+             'flavor does not set tlbbalance:prefault (false: guest RAM is '
+             'faulted in as the guest touches it, so nova\'s RAM '
+             'overcommit works). Unset: %s.' % _table_default('prefault')),
     cfg.IntOpt(
         'thp_page_size_kb',
         default=0,
@@ -71,7 +77,8 @@ def defaults(conf):
     return {'mode': group.default_mode,
             'backing': group.default_backing,
             'tlbi_scope': group.default_tlbi_scope,
-            'strict': group.default_strict}
+            'strict': group.default_strict,
+            'prefault': group.default_prefault}
 
 
 def list_opts():

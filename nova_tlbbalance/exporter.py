@@ -49,6 +49,10 @@ def _coverage(rep):
     return None if rep.coverage is None else rep.coverage.coverage
 
 
+def _resident_coverage(rep):
+    return None if rep.coverage is None else rep.coverage.resident_coverage
+
+
 def _misaligned(rep):
     if rep.ranges is None or rep.page_size is None:
         return None
@@ -98,6 +102,10 @@ VM_METRICS = (
            '(AnonHugePages+hugetlb)', _huge_bytes, 'bytes'),
     Metric('tlbbalance_vm_huge_coverage_ratio', GAUGE,
            'huge bytes / guest RAM', _coverage, 'ratio'),
+    Metric('tlbbalance_vm_huge_resident_coverage_ratio', GAUGE,
+           'huge bytes / resident guest RAM (what judges a VM that is not '
+           'pre-faulted, tlbbalance:prefault=false)', _resident_coverage,
+           'ratio'),
     Metric('tlbbalance_vm_misaligned_ranges', GAUGE,
            'guest RAM ranges whose HVA and GPA differ modulo the huge page',
            _misaligned),

@@ -6,7 +6,7 @@ validators (:mod:`nova_tlbbalance.validators`), the policy parser
 (``docs/extra-specs.md``, written by
 ``python -m nova_tlbbalance.extra_specs_doc``).
 
-The four policy keys are defined here; the controller tunables come one per
+The five policy keys are defined here; the controller tunables come one per
 line from ``kernel-module/core/tlbb_params.def`` through
 :mod:`nova_tlbbalance.module_defs` (their limits and defaults are never
 restated here).
@@ -110,6 +110,16 @@ def _policy_specs():
              'true: a failure of the extension (module absent, not enough '
              'huge pages, misaligned RAM) fails the VM\'s start; false: it '
              'is logged and the VM runs.',
+             choices=BOOLEANS),
+        Spec('prefault', 'bool', 'true',
+             'backing=thp only: true allocates and zeroes all guest RAM '
+             'before the guest runs (libvirt allocation mode '
+             'immediate: slower start, all RAM committed at boot, which defeats nova\'s '
+             'ram_allocation_ratio); false leaves it to be faulted in as '
+             'the guest touches it (still madvised for THP, so huge where '
+             'aligned; verify then judges the huge share of the resident '
+             'RAM). Ignored with backing=hugetlbfs (the pages are reserved '
+             'anyway) and backing=none (nova\'s backing, unchanged).',
              choices=BOOLEANS),
     )
 

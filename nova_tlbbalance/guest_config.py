@@ -7,8 +7,11 @@ and for ``tlbbalance domain apply`` (plain libvirt XML, no nova).
 What is added, never anything else (nova owns placement and pinning):
 
 - ``backing=thp``: ``<memoryBacking>`` with ``<nosharepages/>``,
-  ``<source type='anonymous'/>`` and ``<allocation mode='immediate'/>``
-  (``threads`` = the vCPU count where libvirt supports it); the memory sizes
+  ``<source type='anonymous'/>`` and, unless ``tlbbalance:prefault=false``,
+  ``<allocation mode='immediate'/>`` (``threads`` = the vCPU count where
+  libvirt supports it; with prefault=false an ``<allocation>`` already there
+  is removed: guest RAM is faulted in as the guest touches it); the memory
+  sizes
   (``<memory>``, ``<currentMemory>``, each NUMA ``<cell>``) are rounded
   *down* to a whole number of huge pages of the host's PMD size, so the
   guest never gets more than placement accounted for.
@@ -280,6 +283,12 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads,
     _insert_ordered(membacking, 'nosharepages', _MEMBACKING_ORDER)
     _insert_ordered(membacking, 'source', _MEMBACKING_ORDER,
                     {'type': 'anonymous'})
+    if not policy.prefault:
+        for alloc in membacking.findall('allocation'):
+            LOG.info('tlbbalance: <allocation mode=%r> removed '
+                     '(tlbbalance:prefault=false)', alloc.get('mode'))
+            membacking.remove(alloc)
+        return
     alloc = _insert_ordered(membacking, 'allocation', _MEMBACKING_ORDER)
     alloc.set('mode', 'immediate')
     if allocation_threads and alloc.get('threads') is None:

@@ -8,6 +8,10 @@ The format is fixed in ``docs/design/interfaces.md``::
       <tlbbalance:param name="imbalance_threshold" value="20"/>
     </tlbbalance:policy>
 
+``prefault="false"`` is written only when pre-faulting is off (the default,
+true, is left out), so the XML of a policy that does not use it is what
+readers older than the attribute accept.
+
 Only the standard library is used here (the libvirt hook imports this module
 and must start fast). Bad input raises ValueError naming the culprit.
 """
@@ -23,7 +27,8 @@ NS_PREFIX = 'tlbbalance'
 POLICY_TAG = '{%s}policy' % NS
 PARAM_TAG = '{%s}param' % NS
 
-_ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict')
+_ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict', 'prefault')
+_BOOLS = ('strict', 'prefault')
 
 # Serialise with the documented prefix rather than ns0.
 ET.register_namespace(NS_PREFIX, NS)
@@ -44,6 +49,10 @@ class Policy:
         default_factory=lambda: _default('tlbi_scope'))
     strict: bool = dataclasses.field(
         default_factory=lambda: _default('strict') == 'true')
+    # backing=thp: pre-fault guest RAM at start (<allocation
+    # mode='immediate'/>); ignored for other backings.
+    prefault: bool = dataclasses.field(
+        default_factory=lambda: _default('prefault') == 'true')
     # Controller tunables the flavor overrides: name -> int. Parameters not
     # named here keep the module's defaults.
     params: dict = dataclasses.field(default_factory=dict)
@@ -53,9 +62,10 @@ class Policy:
         for name in ('mode', 'backing', 'tlbi_scope'):
             setattr(self, name, es.spec('%s:%s' % (es.PREFIX, name)).parse(
                 getattr(self, name)))
-        if not isinstance(self.strict, bool):
-            self.strict = es.spec(es.PREFIX + ':strict').parse(
-                self.strict) == 'true'
+        for name in _BOOLS:
+            if not isinstance(getattr(self, name), bool):
+                setattr(self, name, es.spec('%s:%s' % (es.PREFIX, name))
+                        .parse(getattr(self, name)) == 'true')
         checked = {}
         for name, value in dict(self.params).items():
             if name not in es.PARAM_NAMES:
@@ -74,7 +84,7 @@ class Policy:
         ``extra_specs``: the flavor's extra specs (any mapping; keys other
         than ``tlbbalance:*`` are ignored). ``defaults``: an optional
         mapping of names (``mode``, ``backing``, ``tlbi_scope``,
-        ``strict``; None values are ignored), e.g. from ``[tlbbalance]`` in
+        ``strict``, ``prefault``; None values are ignored), e.g. from ``[tlbbalance]`` in
         nova.conf, used for the keys the flavor does not set. A flavor
         without any ``tlbbalance:*`` key is managed only when ``defaults``
         gives a ``mode``; otherwise None is returned (not managed).
@@ -105,15 +115,18 @@ class Policy:
                 values[spec.name] = value
         if errors:
             raise ValueError('; '.join(errors))
-        if 'strict' in values:
-            values['strict'] = values['strict'] == 'true'
+        for name in _BOOLS:
+            if name in values:
+                values[name] = values[name] == 'true'
         return cls(params=params, **values)
 
     def to_extra_specs(self):
         """The extra specs that give this policy (all policy keys)."""
         out = {'%s:%s' % (es.PREFIX, n): getattr(self, n)
                for n in ('mode', 'backing', 'tlbi_scope')}
-        out[es.PREFIX + ':strict'] = 'true' if self.strict else 'false'
+        for name in _BOOLS:
+            out['%s:%s' % (es.PREFIX, name)] = \
+                'true' if getattr(self, name) else 'false'
         for name, value in self.params.items():
             out['%s:%s' % (es.PREFIX, name)] = str(value)
         return out
@@ -134,6 +147,9 @@ class Policy:
             'tlbi_scope': self.tlbi_scope,
             'strict': 'true' if self.strict else 'false',
         })
+        if not self.prefault:
+            # Only when not the default: older readers reject the attribute.
+            elem.set('prefault', 'false')
         for name, value in self.params.items():
             ET.SubElement(elem, PARAM_TAG, {'name': name,
                                             'value': str(value)})
@@ -172,8 +188,9 @@ class Policy:
                 except ValueError as exc:
                     raise ValueError('%s attribute %s' % (where, exc)) \
                         from None
-        if 'strict' in values:
-            values['strict'] = values['strict'] == 'true'
+        for name in _BOOLS:
+            if name in values:
+                values[name] = values[name] == 'true'
         params = {}
         for child in elem:
             if child.tag != PARAM_TAG:

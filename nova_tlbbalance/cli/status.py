@@ -4,6 +4,7 @@ import json
 
 from nova_tlbbalance.cli import _common
 from nova_tlbbalance.probes import records
+from nova_tlbbalance.probes import verdict
 
 COLUMNS = ('NAME', 'POLICY', 'BACKING', 'HUGE', 'ALIGNED', 'STAGE2',
            'VCPUS->CPUS', 'DIES/CL', 'MODULE')
@@ -42,6 +43,17 @@ def _q(value):
     return '?' if value is None else value
 
 
+def _fmt_coverage(pol, cov):
+    if cov is None:
+        return '?'
+    text = '%.1f%%' % (100 * cov.coverage)
+    if pol is not None and verdict.judged_on_resident(pol):
+        # Not pre-faulted: the share of the resident RAM is what counts.
+        text += ' (res %s)' % ('?' if cov.resident_coverage is None
+                               else '%.1f%%' % (100 * cov.resident_coverage))
+    return text
+
+
 def row(rep):
     pol = rep.policy
     cov = rep.coverage
@@ -50,7 +62,7 @@ def row(rep):
         '%s/%s/%s' % (pol.mode, pol.backing, pol.tlbi_scope)
         if pol else 'unmanaged',
         _q(rep.backing),
-        '%.1f%%' % (100 * cov.coverage) if cov else '?',
+        _fmt_coverage(pol, cov),
         '?' if rep.aligned is None else ('yes' if rep.aligned else 'NO'),
         _fmt_stage2(rep),
         '%d->%s' % (len(rep.vcpus or ()), _q(rep.cpus_allowed)),

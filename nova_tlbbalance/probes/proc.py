@@ -115,7 +115,9 @@ def smaps_huge(pid, ranges, proc='/proc'):
     for), ``anon_huge`` (AnonHugePages), ``hugetlb`` (Private_ and
     Shared_Hugetlb), ``rss`` and ``kernel_page`` (largest KernelPageSize
     seen) summed over the VMAs overlapping them, each VMA counted once,
-    and ``coverage`` = huge bytes / size.
+    ``coverage`` = huge bytes / size and ``resident_coverage`` = huge bytes
+    / resident bytes (Rss, which counts AnonHugePages but not hugetlb
+    pages, plus hugetlb), None when nothing is resident.
     """
     want = [(h, h + n) for h, n in ranges]
     res = {'size': sum(n for _, n in ranges), 'anon_huge': 0, 'hugetlb': 0,
@@ -135,4 +137,6 @@ def smaps_huge(pid, ranges, proc='/proc'):
                 res['hugetlb'] += b
     huge = res['anon_huge'] + res['hugetlb']
     res['coverage'] = huge / res['size'] if res['size'] else 0.0
+    resident = res['rss'] + res['hugetlb']
+    res['resident_coverage'] = huge / resident if resident else None
     return res

@@ -58,12 +58,15 @@ class HostFacts:
 
 @dataclasses.dataclass
 class PolicyView:
-    """The VM's tlbbalance policy as its <metadata> carries it."""
+    """The VM's tlbbalance policy as its <metadata> carries it;
+    ``prefault``: guest RAM pre-faulted at start (tlbbalance:prefault,
+    backing=thp only)."""
     mode: str
     backing: str
     tlbi_scope: str
     strict: bool
     params: Dict[str, int]
+    prefault: bool = True
 
 
 @dataclasses.dataclass
@@ -88,13 +91,16 @@ class RamRange:
 class Coverage:
     """Bytes of the guest RAM VMAs (proc.smaps_huge): ``size`` asked for,
     ``anon_huge``, ``hugetlb``, ``rss``, ``kernel_page`` (largest page
-    seen) and ``coverage`` = huge bytes / size."""
+    seen), ``coverage`` = huge bytes / size and ``resident_coverage`` =
+    huge bytes / resident bytes (rss + hugetlb; None when nothing is
+    resident), what judges a VM that is not pre-faulted."""
     size: int
     anon_huge: int
     hugetlb: int
     rss: int
     kernel_page: int
     coverage: float
+    resident_coverage: Optional[float] = None
 
 
 @dataclasses.dataclass

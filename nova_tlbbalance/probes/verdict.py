@@ -12,11 +12,17 @@ def coverage_causes(rep, pol, host):
     if host is not None and host.thp == 'never':
         out.append('host transparent huge pages are off '
                    '(/sys/kernel/mm/transparent_hugepage/enabled: never)')
-    if 'immediate' not in (rep.backing or ''):
+    if pol.prefault and 'immediate' not in (rep.backing or ''):
         out.append("guest RAM is allocated on demand (no <allocation "
                    "mode='immediate'/>): only what the guest touched is "
                    "backed")
     return out
+
+
+def judged_on_resident(pol):
+    """True when the coverage of ``pol``'s VM (a records.PolicyView) is
+    judged on its resident RAM: THP backing not pre-faulted."""
+    return pol.backing == 'thp' and not pol.prefault
 
 
 def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
@@ -43,7 +49,19 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
                            'registers the latter)'
                            % (r.block, r.gpa, r.gpa2hva, r.hva))
         cov = rep.coverage
-        if cov is not None and cov.coverage < min_coverage:
+        if cov is not None and judged_on_resident(pol):
+            # Not pre-faulted: untouched RAM is not a fault; judge what
+            # the guest made resident.
+            if cov.resident_coverage is not None and \
+                    cov.resident_coverage < min_coverage:
+                out.append('under-covered: %.1f %% of the resident guest '
+                           'RAM is on huge pages (AnonHugePages), below '
+                           '%.1f %% (tlbbalance:prefault=false)%s'
+                           % (100 * cov.resident_coverage,
+                              100 * min_coverage,
+                              ''.join('; ' + c for c in coverage_causes(
+                                  rep, pol, host))))
+        elif cov is not None and cov.coverage < min_coverage:
             causes = coverage_causes(rep, pol, host)
             out.append('under-covered: %.1f %% of guest RAM is on huge pages '
                        '(%s), below %.1f %%%s'

@@ -74,7 +74,8 @@ def vm_report(name, xml, host, roots, client, monitor=None):
     if pol is not None:
         rep.policy = records.PolicyView(
             mode=pol.mode, backing=pol.backing, tlbi_scope=pol.tlbi_scope,
-            strict=pol.strict, params=dict(pol.params))
+            strict=pol.strict, params=dict(pol.params),
+            prefault=pol.prefault)
     try:
         pid = proc.qemu_pid(name, roots.run_dir)
     except LookupError as exc:

@@ -23,13 +23,23 @@ def _conf(**overrides):
 
 def test_defaults_leave_untagged_flavors_alone():
     assert conf.defaults(_conf()) == {'mode': None, 'backing': None,
-                                      'tlbi_scope': None, 'strict': None}
+                                      'tlbi_scope': None, 'strict': None,
+                                      'prefault': None}
 
 
 def test_defaults_from_options():
     c = _conf(default_mode='monitor', default_strict=True)
     d = conf.defaults(c)
     assert (d['mode'], d['strict']) == ('monitor', True)
+
+
+def test_default_prefault_reaches_the_policy():
+    from nova_tlbbalance.policy import Policy
+    c = _conf(default_mode='monitor', default_prefault=False)
+    assert Policy.from_extra_specs({}, conf.defaults(c)).prefault is False
+    # The flavor's own key wins over the host default.
+    assert Policy.from_extra_specs({'tlbbalance:prefault': 'true'},
+                                   conf.defaults(c)).prefault is True
 
 
 def test_choices_come_from_the_table():

@@ -18,7 +18,8 @@ def test_one_key_per_tunable_with_the_module_limits():
 
 def test_policy_keys():
     assert es.POLICY_KEYS == ('tlbbalance:mode', 'tlbbalance:backing',
-                              'tlbbalance:tlbi_scope', 'tlbbalance:strict')
+                              'tlbbalance:tlbi_scope', 'tlbbalance:strict',
+                              'tlbbalance:prefault')
     assert es.spec('tlbbalance:mode').choices == ('off', 'monitor',
                                                   'balance')
     assert es.spec('tlbbalance:backing').choices == ('thp', 'hugetlbfs',
@@ -46,6 +47,15 @@ def test_int_limits(p):
     ('off', 'false'), (True, 'true'), (False, 'false')])
 def test_bool_spellings(value, want):
     assert es.spec('tlbbalance:strict').parse(value) == want
+
+
+def test_prefault_is_a_boolean_defaulting_to_true():
+    s = es.spec('tlbbalance:prefault')
+    assert (s.kind, s.default) == ('bool', 'true')
+    assert s.parse('off') == 'false'
+    with pytest.raises(ValueError, match="tlbbalance:prefault: invalid "
+                       "value 'lazy'; allowed: true | false"):
+        s.parse('lazy')
 
 
 def test_enum_is_case_sensitive_like_nova():

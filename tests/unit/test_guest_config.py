@@ -62,6 +62,38 @@ def test_no_threads_for_old_libvirt():
     assert mb.find('allocation').attrib == {'mode': 'immediate'}
 
 
+def test_prefault_false_has_no_allocation():
+    pol = Policy(mode='monitor', prefault=False)
+    root = apply(PLAIN, policy=pol, allocation_threads=True)
+    mb = root.find('memoryBacking')
+    # Still anonymous, unshared memory (madvised for THP by QEMU), only
+    # not pre-faulted.
+    assert [c.tag for c in mb] == ['nosharepages', 'source']
+    assert mb.find('source').attrib == {'type': 'anonymous'}
+    # Memory is still rounded to whole huge pages.
+    assert root.findtext('memory') == '1048576'
+    assert Policy.from_domain_xml(etree.tostring(root)) == pol
+
+
+def test_prefault_false_removes_an_allocation_already_there():
+    once = gc.apply_to_domain_xml(PLAIN, Policy(mode='off'), 2048, True)
+    assert '<allocation' in once
+    lazy = gc.apply_to_domain_xml(once, Policy(mode='off', prefault=False),
+                                  2048, True)
+    assert '<allocation' not in lazy
+    assert gc.apply_to_domain_xml(lazy, Policy(mode='off', prefault=False),
+                                  2048, True) == lazy
+
+
+def test_prefault_false_migrating_keeps_no_allocation():
+    pol = Policy(mode='monitor', prefault=False)
+    running = gc.apply_to_domain_xml(PLAIN, pol, 2048, True)
+    dest = gc.apply_to_domain_xml(running, Policy.from_domain_xml(running),
+                                  allocation_threads=True, migrating=True)
+    assert '<allocation' not in dest
+    assert Policy.from_domain_xml(dest).prefault is False
+
+
 def test_metadata_policy_added_and_read_back():
     out = gc.apply_to_domain_xml(
         PLAIN, Policy(mode='monitor', params={'samples': 5}), 2048)

@@ -55,6 +55,42 @@ def test_full_policy_round_trip():
     assert Policy.from_extra_specs(p.to_extra_specs()) == p
 
 
+def test_prefault_defaults_true_and_is_left_out_of_the_xml():
+    p = Policy.from_extra_specs({'tlbbalance:mode': 'monitor'})
+    assert p.prefault is True
+    # The default is not written: the XML stays what older readers parse.
+    assert 'prefault' not in p.to_xml()
+    assert p.to_extra_specs()['tlbbalance:prefault'] == 'true'
+
+
+@pytest.mark.parametrize('backing', ['thp', 'hugetlbfs', 'none'])
+def test_prefault_false_round_trip(backing):
+    p = Policy.from_extra_specs({'tlbbalance:mode': 'monitor',
+                                 'tlbbalance:backing': backing,
+                                 'tlbbalance:prefault': 'no'})
+    assert p.prefault is False
+    assert ET.fromstring(p.to_xml()).get('prefault') == 'false'
+    assert Policy.from_xml(p.to_xml()) == p
+    assert Policy.from_domain_xml(
+        domain('<metadata>%s</metadata>' % p.to_xml(pretty=True))) == p
+    assert Policy.from_extra_specs(p.to_extra_specs()) == p
+    assert Policy(mode='monitor', backing=backing, prefault='false') == p
+
+
+def test_old_policy_xml_without_prefault_parses_as_true():
+    old = ('<tlbbalance:policy xmlns:tlbbalance="%s" mode="balance" '
+           'backing="thp" tlbi_scope="none" strict="false"/>' % NS)
+    assert Policy.from_xml(old).prefault is True
+
+
+def test_bad_prefault_in_xml_names_the_attribute():
+    bad = ('<tlbbalance:policy xmlns:tlbbalance="%s" mode="balance" '
+           'prefault="later"/>' % NS)
+    with pytest.raises(ValueError, match="attribute tlbbalance:prefault: "
+                       "invalid value 'later'; allowed: true | false"):
+        Policy.from_xml(bad)
+
+
 def test_xml_uses_documented_prefix_and_def_order():
     p = Policy(mode='balance', params={'samples': 4,
                                        'imbalance_threshold': 9})
@@ -102,6 +138,8 @@ def test_defaults_apply_to_missing_keys_and_untagged():
      ['tlbbalance:backing', 'thp | hugetlbfs | none']),
     ({'tlbbalance:tlbi_scope': 'socket'}, ['tlbbalance:tlbi_scope']),
     ({'tlbbalance:strict': 'maybe'}, ['tlbbalance:strict', 'true | false']),
+    ({'tlbbalance:prefault': 'lazy'},
+     ['tlbbalance:prefault', "'lazy'", 'true | false']),
     ({'tlbbalance:samples': '0'}, ['tlbbalance:samples', '1..64']),
     ({'tlbbalance:samples': '3.5'}, ['tlbbalance:samples']),
     ({'tlbbalance:nonsense': '1'}, ["'tlbbalance:nonsense'", 'known:']),

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from nova_tlbbalance.probes import proc
 
 SMAPS = """\
@@ -80,6 +82,21 @@ def test_smaps_coverage(tmp_path):
     assert res['hugetlb'] == 128 << 20     # shared + private, 3rd VMA out
     assert res['kernel_page'] == 2 << 20
     assert abs(res['coverage'] - (254 / 256)) < 1e-9
+    # resident: Rss (counts AnonHugePages, not hugetlb) + hugetlb
+    assert res['rss'] == 128 << 20
+    assert res['resident_coverage'] == pytest.approx((126 + 128) / 256)
+    # A guest that touched 8 MiB of 128, 6 MiB of it huge (prefault=false)
+    lazy = SMAPS.replace('Rss:              131072 kB',
+                         'Rss:                8192 kB').replace(
+        'AnonHugePages:    129024 kB', 'AnonHugePages:      6144 kB')
+    write(str(tmp_path / '8/smaps'), lazy)
+    res = proc.smaps_huge(8, [(0x7f0000000000, 128 << 20)], str(tmp_path))
+    assert res['coverage'] == pytest.approx(6 / 128)
+    assert res['resident_coverage'] == pytest.approx(6 / 8)
+    write(str(tmp_path / '9/smaps'), lazy.replace(
+        'Rss:                8192 kB', 'Rss:                   0 kB'))
+    res = proc.smaps_huge(9, [(0x7f0000000000, 128 << 20)], str(tmp_path))
+    assert res['resident_coverage'] is None
 
 
 def test_smaps_ranges_not_starting_a_vma(tmp_path):

@@ -28,6 +28,7 @@ def test_loaded_by_nova_through_the_entry_point():
 @pytest.mark.parametrize('key,value', [
     ('tlbbalance:mode', 'balance'), ('tlbbalance:backing', 'none'),
     ('tlbbalance:tlbi_scope', 'die'), ('tlbbalance:strict', 'False'),
+    ('tlbbalance:prefault', 'false'), ('tlbbalance:prefault', 'True'),
 ] + [('tlbbalance:' + p.name, str(p.max)) for p in module_defs.params()])
 def test_nova_accepts(key, value):
     nova_validators.validate(key, value)
@@ -36,6 +37,8 @@ def test_nova_accepts(key, value):
 @pytest.mark.parametrize('key,value,words', [
     ('tlbbalance:mode', 'on', ['tlbbalance:mode', 'off | monitor | balance']),
     ('tlbbalance:strict', 'sure', ['tlbbalance:strict', 'true | false']),
+    ('tlbbalance:prefault', 'lazy',
+     ["tlbbalance:prefault: invalid value 'lazy'", 'true | false']),
     ('tlbbalance:interval_ms', '0', ['tlbbalance:interval_ms', '1..']),
     ('tlbbalance:frobnicate', '1', ['tlbbalance:frobnicate']),
 ])

@@ -38,7 +38,8 @@ GOOD = records.VmReport(
     aligned=True,
     coverage=records.Coverage(anon_huge=255 * MiB, hugetlb=0,
                               size=256 * MiB, coverage=255 / 256,
-                              rss=256 * MiB, kernel_page=4096),
+                              rss=256 * MiB, kernel_page=4096,
+                              resident_coverage=255 / 256),
     vcpus=[records.Vcpu(vcpu=0, tid=8, accel='KVM', affinity='0',
                         pinned='0', matches_pin=True)],
     cpus_allowed='0', dies=1, clusters=1,
@@ -176,6 +177,8 @@ def test_exporter_types_and_values_by_prometheus_parser():
     check('tlbbalance_vm_ram_bytes', 'gauge', 256 * MiB, **vm)
     check('tlbbalance_vm_huge_bytes', 'gauge', 255 * MiB, **vm)
     check('tlbbalance_vm_huge_coverage_ratio', 'gauge', 255 / 256, **vm)
+    check('tlbbalance_vm_huge_resident_coverage_ratio', 'gauge', 255 / 256,
+          **vm)
     check('tlbbalance_vm_misaligned_ranges', 'gauge', 0, **vm)
     check('tlbbalance_vm_stage2_pages', 'gauge', 127, size='pages_2m', **vm)
     check('tlbbalance_vm_stage2_pages', 'gauge', 160, size='pages_4k', **vm)
@@ -276,6 +279,48 @@ def test_exporter_http_app():
     status, _, body = _wsgi(app, '/metrics')
     assert status.startswith('503'), status
     assert 'qemu:///system: refused' in body
+
+
+def lazy_vm(anon_huge, rss):
+    """GOOD, not pre-faulted (prefault=false): 256 MiB guest RAM of which
+    ``rss`` bytes are resident, ``anon_huge`` of them huge."""
+    rep = copy.deepcopy(GOOD)
+    rep.policy.prefault = False
+    rep.backing = 'anonymous'
+    rep.coverage = records.Coverage(
+        size=256 * MiB, anon_huge=anon_huge, hugetlb=0, rss=rss,
+        kernel_page=4096, coverage=anon_huge / (256 * MiB),
+        resident_coverage=anon_huge / rss if rss else None)
+    return rep
+
+
+def test_prefault_false_is_judged_on_resident_ram():
+    # 40 MiB touched, 39 MiB of it huge: 15 % of the RAM, 97.5 % of the
+    # resident RAM. Not a fault for a VM that is not pre-faulted.
+    rep = lazy_vm(39 * MiB, 40 * MiB)
+    assert verdict.reasons(rep, host=HOST) == []
+    assert status.row(rep)[3] == '15.2% (res 97.5%)'
+    # nothing resident yet: nothing to judge
+    assert verdict.reasons(lazy_vm(0, 0), host=HOST) == []
+    # the same figures with pre-faulting on are under-covered
+    eager = copy.deepcopy(rep)
+    eager.policy.prefault = True
+    eager.backing = 'anonymous immediate'
+    assert verdict.reasons(eager, host=HOST)[0].startswith(
+        'under-covered: 15.2 % of guest RAM')
+    assert status.row(eager)[3] == '15.2%'
+
+
+def test_prefault_false_low_resident_coverage_is_named():
+    rep = lazy_vm(10 * MiB, 40 * MiB)
+    never = dataclasses.replace(HOST, thp='never')
+    assert verdict.reasons(rep, host=never) == [
+        'under-covered: 25.0 % of the resident guest RAM is on huge pages '
+        '(AnonHugePages), below 95.0 % (tlbbalance:prefault=false); host '
+        'transparent huge pages are off (/sys/kernel/mm/transparent_hugepage'
+        '/enabled: never)']
+    # on-demand allocation is what the flavor asked: not named as a cause
+    assert verdict.coverage_causes(rep, rep.policy, HOST) == []
 
 
 def test_undercovered_names_the_cause():
