@@ -56,6 +56,15 @@ class TestExtraSpecValidation(base.TLBBalanceTestBase):
         self._assert_400({'tlbbalance:strict': 'maybe'}, 'tlbbalance:strict',
                          'true | false')
 
+    def test_bad_prefault(self):
+        self._assert_400({'tlbbalance:prefault': 'lazy'},
+                         'tlbbalance:prefault', "'lazy'", 'true | false')
+
+    def test_prefault_false_accepted(self):
+        got = self._post({'tlbbalance:mode': 'monitor',
+                          'tlbbalance:prefault': 'false'})
+        self.assertEqual(200, got.status)
+
     def test_every_param_range_from_module_defs(self):
         for p in module_defs.params():
             key = 'tlbbalance:' + p.name

@@ -71,6 +71,30 @@ class TestBootModes(base.TLBBalanceTestBase):
         self.assertEqual({'imbalance_threshold': 30, 'samples': 5},
                          got.params)
 
+    def test_prefault_false_has_no_allocation(self):
+        # libvirt 8.2: threads= would be added if <allocation> were.
+        self.start_compute(libvirt_version=versionutils.convert_version_to_int(
+            (8, 2, 0)))
+        server = self._boot({'tlbbalance:mode': 'monitor',
+                             'tlbbalance:prefault': 'false'})
+        root = self._xml(server)
+        mb = root.find('memoryBacking')
+        # THP backing all the same (anonymous, unshared), not pre-faulted.
+        self.assertEqual(['nosharepages', 'source'], [c.tag for c in mb])
+        self.assertEqual('anonymous', mb.find('source').get('type'))
+        self.assertEqual({'mode': 'monitor', 'backing': 'thp',
+                          'tlbi_scope': 'none', 'strict': 'false',
+                          'prefault': 'false'},
+                         dict(_policy(root)[0].attrib))
+        got = tlbb_policy.Policy.from_domain_xml(self.last_xml(server))
+        self.assertFalse(got.prefault)
+
+    def test_prefault_false_from_the_host_default(self):
+        self.flags(default_prefault=False, group='tlbbalance')
+        self.start_compute()
+        server = self._boot({'tlbbalance:mode': 'monitor'})
+        self.assertIsNone(self._xml(server).find('memoryBacking/allocation'))
+
     def test_monitor_allocation_threads_on_libvirt_8_2(self):
         self.start_compute(libvirt_version=versionutils.convert_version_to_int(
             (8, 2, 0)))

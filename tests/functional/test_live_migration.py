@@ -169,6 +169,17 @@ class TestLiveMigrationBacking(LiveMigrationTestBase):
             [(p.get('name'), p.get('value'))
              for p in root.findall('./metadata/t:policy/t:param', NS)])
 
+    def test_prefault_false_destination_keeps_it(self):
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor',
+                            'tlbbalance:prefault': 'false'})
+        root = self.migrate(server)
+        mb = root.find('memoryBacking')
+        self.assertEqual(['nosharepages', 'source'], [c.tag for c in mb])
+        self.assertEqual({'mode': 'monitor', 'backing': 'thp',
+                          'tlbi_scope': 'none', 'strict': 'false',
+                          'prefault': 'false'}, self.policy_of(root))
+
     def test_thp_refuses_file_backed_destination(self):
         self.start_hosts()
         server = self.boot({'tlbbalance:mode': 'monitor'})
