@@ -113,13 +113,14 @@ def _policy_specs():
              choices=BOOLEANS),
         Spec('prefault', 'bool', 'true',
              'backing=thp only: true allocates and zeroes all guest RAM '
-             'before the guest runs (libvirt allocation mode '
-             'immediate: slower start, all RAM committed at boot, which defeats nova\'s '
-             'ram_allocation_ratio); false leaves it to be faulted in as '
-             'the guest touches it (still madvised for THP, so huge where '
-             'aligned; verify then judges the huge share of the resident '
-             'RAM). Ignored with backing=hugetlbfs (the pages are reserved '
-             'anyway) and backing=none (nova\'s backing, unchanged).',
+             'before the guest runs (libvirt allocation mode immediate: '
+             'slower start, all RAM committed at boot, which defeats '
+             'nova\'s ram_allocation_ratio); false leaves it to be faulted '
+             'in as the guest touches it (still madvised for THP, so huge '
+             'where aligned; verify then judges the huge share of the '
+             'resident RAM). Ignored with backing=hugetlbfs (the pages are '
+             'reserved anyway) and backing=none (nova\'s backing, '
+             'unchanged).',
              choices=BOOLEANS),
     )
 

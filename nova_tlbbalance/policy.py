@@ -84,10 +84,11 @@ class Policy:
         ``extra_specs``: the flavor's extra specs (any mapping; keys other
         than ``tlbbalance:*`` are ignored). ``defaults``: an optional
         mapping of names (``mode``, ``backing``, ``tlbi_scope``,
-        ``strict``, ``prefault``; None values are ignored), e.g. from ``[tlbbalance]`` in
-        nova.conf, used for the keys the flavor does not set. A flavor
-        without any ``tlbbalance:*`` key is managed only when ``defaults``
-        gives a ``mode``; otherwise None is returned (not managed).
+        ``strict``, ``prefault``; None values are ignored), e.g. from
+        ``[tlbbalance]`` in nova.conf, used for the keys the flavor does
+        not set. A flavor without any ``tlbbalance:*`` key is managed only
+        when ``defaults`` gives a ``mode``; otherwise None is returned
+        (not managed).
 
         Raises ValueError naming every bad key and its allowed values.
         """
