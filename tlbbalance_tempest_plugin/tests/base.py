@@ -108,8 +108,12 @@ class TLBBalanceTest(base.BaseV2ComputeAdminTest):
         self.assertEqual(mode, pol['mode'])
         if pol['backing'] == 'thp':
             self.assertEqual({'type': 'anonymous'}, backing.get('source'))
-            self.assertEqual('immediate',
-                             backing.get('allocation', {}).get('mode'))
+            if pol.get('prefault') == 'false':
+                # tlbbalance:prefault=false: faulted in as touched
+                self.assertNotIn('allocation', backing)
+            else:
+                self.assertEqual('immediate',
+                                 backing.get('allocation', {}).get('mode'))
             self.assertIn('nosharepages', backing)
         return pol
 

@@ -46,6 +46,23 @@ class TaggedServerHostStateTest(base.TLBBalanceTest):
         self.assertTrue(rep['aligned'])
         self.assertTrue(all(r['misalignment'] == 0 for r in rep['ranges']))
 
+    @decorators.idempotent_id('8f7f2f3e-9a43-4a4f-9d4b-2a1a7c0e5b04')
+    def test_not_prefaulted_server_judged_on_resident_ram(self):
+        """tlbbalance:prefault=false: no <allocation>, the policy says
+        so, and verify judges the huge share of the resident RAM."""
+        flavor = self.tagged_flavor(mode='monitor', prefault='false')
+        server = self.boot(flavor)
+        host, domain = self.where(server['id'])
+        pol = self.assert_tagged(host, domain, 'monitor')
+        self.assertEqual(('thp', 'false'), (pol['backing'], pol['prefault']))
+        rep = host.vm(domain)
+        self.assertIs(False, rep['policy']['prefault'])
+        self.assertIsNotNone(rep['coverage'])
+        reasons = host.verify(domain, module=host.module_loaded(),
+                              min_coverage=CONF.tlbbalance.thp_coverage_min)
+        self.assertEqual([], reasons, 'verify %s on %s' % (domain,
+                                                           host.name))
+
     @decorators.idempotent_id('8f7f2f3e-9a43-4a4f-9d4b-2a1a7c0e5b02')
     def test_untagged_server_has_no_policy(self):
         flavor = self.tagged_flavor()
