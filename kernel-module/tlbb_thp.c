@@ -378,14 +378,17 @@ static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			     u64 excess, u64 n)
 {
 	struct tlbb_split_ctx c = { .excess = excess, .left = n };
-	u64 nslots = tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
 	bool ordered = vm->params.split_order == TLBB_SPLIT_RANDOM ||
 		       (vm->params.split_order == TLBB_SPLIT_HEAT &&
 			vm->heat.heat);
 
-	if (ordered)
+	/* address order alone tries each page once: no bitmap for it */
+	if (ordered) {
+		u64 nslots = tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
+
 		c.tried = kvcalloc(BITS_TO_LONGS(nslots), sizeof(long),
 				   GFP_KERNEL);
+	}
 	if (c.tried) {
 		if (vm->params.split_order == TLBB_SPLIT_RANDOM)
 			tlbb_split_pass(vm, mm, &c, TLBB_PASS_RANDOM);

@@ -49,26 +49,21 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
                            'registers the latter)'
                            % (r.block, r.gpa, r.gpa2hva, r.hva))
         cov = rep.coverage
-        if cov is not None and judged_on_resident(pol):
-            # Not pre-faulted: untouched RAM is not a fault; judge what
-            # the guest made resident.
-            if cov.resident_coverage is not None and \
-                    cov.resident_coverage < min_coverage:
-                out.append('under-covered: %.1f %% of the resident guest '
-                           'RAM is on huge pages (AnonHugePages), below '
-                           '%.1f %% (tlbbalance:prefault=false)%s'
-                           % (100 * cov.resident_coverage,
-                              100 * min_coverage,
-                              ''.join('; ' + c for c in coverage_causes(
-                                  rep, pol, host))))
-        elif cov is not None and cov.coverage < min_coverage:
-            causes = coverage_causes(rep, pol, host)
-            out.append('under-covered: %.1f %% of guest RAM is on huge pages '
-                       '(%s), below %.1f %%%s'
-                       % (100 * cov.coverage,
+        # Not pre-faulted: untouched RAM is not a fault; the share of the
+        # RAM the guest made resident is judged instead.
+        lazy = judged_on_resident(pol)
+        share = None if cov is None else (
+            cov.resident_coverage if lazy else cov.coverage)
+        if share is not None and share < min_coverage:
+            out.append('under-covered: %.1f %% of %s is on huge pages '
+                       '(%s), below %.1f %%%s%s'
+                       % (100 * share,
+                          'the resident guest RAM' if lazy else 'guest RAM',
                           'AnonHugePages' if pol.backing == 'thp'
                           else 'hugetlb', 100 * min_coverage,
-                          ''.join('; ' + c for c in causes)))
+                          ' (tlbbalance:prefault=false)' if lazy else '',
+                          ''.join('; ' + c for c in coverage_causes(
+                              rep, pol, host))))
         if pol.backing == 'hugetlbfs' and \
                 not (rep.backing or '').startswith('hugetlbfs'):
             out.append('backing=hugetlbfs asked, domain is backed by %s'
