@@ -26,6 +26,12 @@ t0=$(date +%s)
 echo "== system packages"
 tools/ci/install-system-deps.sh || { echo "system packages: install failed"; exit 1; }
 
+# Every package asked for by hand since boot must be in system-packages.txt
+# (or the machine kind's baseline), else a fresh machine lacks it.
+echo "== hand-installed packages"
+tools/ci/check-hand-installed.py | tee "$logdir/hand-installed.log"
+hand_rc=${PIPESTATUS[0]}
+
 echo "== tox"
 toxvenv=$cache/tox-venv
 if [ ! -x "$toxvenv/bin/tox" ]; then
@@ -38,6 +44,14 @@ fi
 total_pass=0
 total_fail=0
 declare -a summary
+read -r p f < <(python3 -c 'import re,sys
+m=re.search(r"(\d+) passed, (\d+) failed", open(sys.argv[1]).read())
+print(*(m.groups() if m else (0, 1)))' "$logdir/hand-installed.log")
+[ "$hand_rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+total_pass=$((total_pass + p))
+total_fail=$((total_fail + f))
+summary+=("$(printf '%-12s rc=%-3s %4s passed %3s failed' \
+	hand-installed "$hand_rc" "$p" "$f")")
 
 # Add up the summaries one env printed: pytest's closing line and plain
 # "N passed, N failed" lines (lines starting with "total" are sums of
