@@ -12,6 +12,7 @@ COMMANDS = (
     'status',
     'verify',
     'domain',
+    'reconcile',
     'exporter',
     'simulate',
 )
