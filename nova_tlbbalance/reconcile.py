@@ -238,12 +238,29 @@ def _alive(pid, proc):
     return pid > 0 and os.path.exists(os.path.join(proc, str(pid)))
 
 
-def orphans(client, claimed, proc='/proc'):
+def _names(name, xml):
+    """{directory name: domain} a domain's VM directory could have."""
+    from nova_tlbbalance.probes import domxml
+    try:
+        uuid = domxml.parse(xml).uuid
+    except ValueError:
+        uuid = None
+    return {n: name for n in (name, uuid) if n}
+
+
+def orphans(client, claimed, proc='/proc', unmanaged=None):
     """Remove every registration no running managed domain claims whose
-    process is gone; a list of :class:`Outcome`."""
+    process is gone; a list of :class:`Outcome`. ``unmanaged``: {VM
+    directory name: domain} of running domains without a policy, whose
+    directories are left alone."""
     out = []
     for vm in client.vms():
         if vm in claimed:
+            continue
+        if vm in (unmanaged or {}):
+            out.append(Outcome(unmanaged[vm], vm, 'skipped', 'a running '
+                               'domain without a tlbbalance policy: not '
+                               'touched'))
             continue
         have = held(client, vm) or {'pid': 0}
         if _alive(have['pid'], proc):
@@ -288,6 +305,7 @@ def reconcile(domains, client, config):
     report.module = 'loaded, interface version %s' % (
         _read_version(client))
     claimed = set()
+    unmanaged = {}      # VM directory name -> running unmanaged domain
     for name, xml in domains:
         try:
             outcome = domain(name, xml, client, config, claimed)
@@ -296,7 +314,9 @@ def reconcile(domains, client, config):
                               % (type(exc).__name__, exc))
         if outcome is not None:
             report.outcomes.append(outcome)
-    report.outcomes += orphans(client, claimed, config.proc)
+        else:
+            unmanaged.update(_names(name, xml))
+    report.outcomes += orphans(client, claimed, config.proc, unmanaged)
     return report
 
 

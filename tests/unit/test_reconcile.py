@@ -128,8 +128,8 @@ def test_registers_the_missing_and_a_second_run_changes_nothing(host):
     (plain / 'mode').write_text('monitor')
     report = host.reconcile()
     assert actions(report) == [
-        ('', 'plain', 'skipped'),
-        ('db', 'db', 'registered'), ('web', 'web', 'registered')]
+        ('db', 'db', 'registered'), ('plain', 'plain', 'skipped'),
+        ('web', 'web', 'registered')]
     assert (web / 'pid').read_text() == str(PIDS['web'])
     assert (web / 'vcpu_tids').read_text() == '%d %d' % (
         PIDS['web'] + 1, PIDS['web'] + 2)
@@ -141,8 +141,8 @@ def test_registers_the_missing_and_a_second_run_changes_nothing(host):
     assert len(report.changes) == 2 and not report.errors
     again = host.reconcile()
     assert again.changes == [] and again.errors == []
-    assert actions(again) == [('', 'plain', 'skipped'),
-                              ('db', 'db', 'unchanged'),
+    assert actions(again) == [('db', 'db', 'unchanged'),
+                              ('plain', 'plain', 'skipped'),
                               ('web', 'web', 'unchanged')]
 
 
@@ -164,15 +164,20 @@ def test_stale_registration_is_registered_again(host):
 
 def test_registration_whose_process_is_gone_is_removed(host):
     host.start('web')
+    host.start('plain', policy=None)
     host.load_module()
     host.vm_dir('web', pid=PIDS['web'])
     gone = host.vm_dir('old-vm', pid=2222)      # no /proc/2222
     never = host.vm_dir('never-started')        # pid 0
+    # an unmanaged domain's (by its uuid): never touched, even at pid 0
+    kept = host.vm_dir(UUIDS['plain'])
     (host.cfs / 'vms' / 'web' / 'mode').write_text('balance')
     report = host.reconcile()
     assert actions(report) == [('', 'never-started', 'removed'),
                                ('', 'old-vm', 'removed'),
+                               ('plain', UUIDS['plain'], 'skipped'),
                                ('web', 'web', 'unchanged')]
+    assert kept.exists()
     assert not gone.exists() and not never.exists()
     assert 'pid 2222' in [o for o in report.outcomes
                           if o.vm == 'old-vm'][0].detail
