@@ -656,3 +656,16 @@ def test_newer_module_interface_is_used_with_a_warning(fake, capsys):
     assert fake.records()[-1]['result'] == 'registered as vm1 (mode balance)'
     assert "interface version 2 is newer than this client's (1)" in \
         capsys.readouterr().err
+
+
+def test_reconnect_registers_a_running_strict_vm_despite_its_problems(fake):
+    # started refuses it (test_misaligned); once it runs, libvirtd's
+    # restart registers it and logs the problem, as reconcile does
+    d = load_module(fake)
+    fake.maps((129, 127))
+    xml = domain(cells=(129, 127), strict='true')
+    assert run('reconnect', xml)[0] == 0
+    rec = fake.records()[-1]
+    assert rec['result'] == ('registered as vm1 (mode balance); '
+                             '1 problem(s)'), rec
+    assert (d / 'pid').read_text() == str(PID)
