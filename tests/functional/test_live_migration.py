@@ -338,3 +338,69 @@ class TestLiveMigrationPluginFailure(LiveMigrationTestBase):
         self.assertIn('cannot keep the policy on the destination '
                       '(tlbbalance:strict=true): injected plugin failure',
                       self.precheck_fault(server))
+
+
+class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
+    """The destination is judged on the policy the guest runs with (its
+    domain ``<metadata>`` on the source), not on its flavor resolved
+    against the destination's ``[tlbbalance] default_*`` options, and a
+    refusal is a pre-check error: the guest stays ACTIVE on the source.
+
+    The two computes share one nova.conf and one process: what is set after
+    the boot on host_a is what host_b has (issue 24, item 10).
+    """
+
+    def test_thp_guest_refused_by_file_backed_default_none_host(self):
+        # (a): host_b's defaults make the flavor unmanaged-by-backing
+        # (backing=none), so judging the flavor there saw no conflict; the
+        # guest runs THP-backed, and nova's destination XML gets file
+        # backing.
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.flags(file_backed_memory=16384, group='libvirt')
+        self.flags(default_backing='none', group='tlbbalance')
+        self.migrate_refused(server)
+        self.assertIn('tlbbalance:backing=thp conflicts with this host\'s '
+                      '[libvirt] file_backed_memory',
+                      self.precheck_fault(server))
+
+    def test_scope_from_source_defaults_refuses_two_dies(self):
+        # (b): tlbi_scope=die and strict come from host_a's defaults; the
+        # flavor alone (host_b has no such defaults) asks for no scope.
+        self.flags(cpu_dedicated_set='0-3', cpu_shared_set=None,
+                   group='compute')
+        self.flags(default_tlbi_scope='die', default_strict=True,
+                   group='tlbbalance')
+        self.start_hosts()
+        self.boot({'hw:cpu_policy': 'dedicated'}, host='host_b', vcpu=1)
+        server = self.boot({'tlbbalance:mode': 'monitor',
+                            'hw:cpu_policy': 'dedicated'})
+        self.flags(default_tlbi_scope=None, default_strict=None,
+                   group='tlbbalance')
+        self.migrate_refused(server)
+        message = self.precheck_fault(server)
+        self.assertIn('tlbbalance:tlbi_scope=die', message)
+        self.assertIn('span 2 dies', message)
+
+    def test_strict_guest_refused_by_host_without_module(self):
+        # (c): host_b has no tlbbalance module loaded.
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor',
+                            'tlbbalance:strict': 'true'})
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.CONFIGFS',
+            self.configfs + '-absent'))
+        self.migrate_refused(server)
+        message = self.precheck_fault(server)
+        self.assertIn('kernel module is not loaded', message)
+
+    def test_not_strict_guest_migrates_to_host_without_module(self):
+        # A non-strict guest is not held back by a missing module (the
+        # hook runs it unmanaged there).
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.CONFIGFS',
+            self.configfs + '-absent'))
+        root = self.migrate(server)
+        self.assertEqual('monitor', self.policy_of(root)['mode'])
