@@ -257,7 +257,7 @@ class TestLiveMigrationScope(LiveMigrationTestBase):
         self.migrate_refused(server)
         message = self.precheck_fault(server)
         self.assertIn('tlbbalance:tlbi_scope=die', message)
-        self.assertIn('host CPUs [1, 2], which span 2 dies', message)
+        self.assertIn('host CPUs 1-2, which span 2 dies', message)
         # The fault is cut at 255 characters; the log has all of it.
         self.assertIn('per die) (tlbbalance:strict=true)',
                       self.stdlog.logger.output)
