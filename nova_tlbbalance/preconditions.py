@@ -4,9 +4,10 @@ The strict-precondition part of :mod:`nova_tlbbalance.rules` (its
 :class:`~nova_tlbbalance.rules.Unmet`): one check, three callers: the
 libvirt hook's ``prepare`` phase (every start, nova or not), the nova driver
 plugin before it hands a strict guest to libvirt, and the plugin's live
-migration pre-check on the destination (:func:`rules.strict_host`). The plugin's check is what makes a strict build fail with its
-reason: a hook refusal is a libvirt error to nova, which reschedules and
-ends with "Exceeded maximum number of retries", the reason lost.
+migration pre-check on the destination (:func:`rules.strict_host`). The
+plugin's check is what makes a strict build fail with its reason: a hook
+refusal is a libvirt error to nova, which reschedules and ends with
+"Exceeded maximum number of retries", the reason lost.
 
 - hugetlbfs backing: enough free huge pages of the domain's size on the
   host NUMA nodes its memory is bound to;
