@@ -347,11 +347,11 @@ class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
     refusal is a pre-check error: the guest stays ACTIVE on the source.
 
     The two computes share one nova.conf and one process: what is set after
-    the boot on host_a is what host_b has (issue 24, item 10).
+    the boot on host_a is what host_b has.
     """
 
     def test_thp_guest_refused_by_file_backed_default_none_host(self):
-        # (a): host_b's defaults make the flavor unmanaged-by-backing
+        # host_b's defaults make the flavor unmanaged-by-backing
         # (backing=none), so judging the flavor there saw no conflict; the
         # guest runs THP-backed, and nova's destination XML gets file
         # backing.
@@ -365,7 +365,7 @@ class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
                       self.precheck_fault(server))
 
     def test_scope_from_source_defaults_refuses_two_dies(self):
-        # (b): tlbi_scope=die and strict come from host_a's defaults; the
+        # tlbi_scope=die and strict come from host_a's defaults; the
         # flavor alone (host_b has no such defaults) asks for no scope.
         self.flags(cpu_dedicated_set='0-3', cpu_shared_set=None,
                    group='compute')
@@ -383,7 +383,7 @@ class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
         self.assertIn('span 2 dies', message)
 
     def test_strict_guest_refused_by_host_without_module(self):
-        # (c): host_b has no tlbbalance module loaded.
+        # host_b has no tlbbalance module loaded.
         self.start_hosts()
         server = self.boot({'tlbbalance:mode': 'monitor',
                             'tlbbalance:strict': 'true'})
