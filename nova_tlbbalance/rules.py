@@ -88,12 +88,14 @@ def scope_span(scope, cpus, topology):
 
 def scope_wider(scope, cpus, count, pinned=False):
     """The finding: the vCPUs of a ``tlbi_scope=scope`` guest are pinned
-    to (``pinned``) or may run on host CPUs ``cpus``, ``count`` dies
-    (clusters)."""
+    to (``pinned``) or may run on host CPUs ``cpus`` (a set, or a cpuset
+    string such as ``0-1,4``), ``count`` dies (clusters)."""
+    if not isinstance(cpus, str):
+        cpus = domxml.format_cpuset(cpus)
     return ('tlbbalance:tlbi_scope=%s: the vCPUs %s host CPUs %s, which '
             'span %d %ss; the TLBI broadcast cannot be scoped'
-            % (scope, 'are pinned to' if pinned else 'may run on',
-               domxml.format_cpuset(cpus), count, scope))
+            % (scope, 'are pinned to' if pinned else 'may run on', cpus,
+               count, scope))
 
 
 def scope_problem(scope, cpus, topology):
