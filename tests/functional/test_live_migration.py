@@ -18,14 +18,18 @@ die 0, CPUs 2-3 on die 1.
 """
 
 import copy
+import unittest
 
 import fixtures
 from lxml import etree
 
 from nova import context as nova_context
 from nova import objects
+from nova.objects import migrate_data as nova_migrate_data
 from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.virt.libvirt import driver as libvirt_driver
 
+from nova_tlbbalance import driver
 from nova_tlbbalance import policy as tlbb_policy
 from . import base
 
@@ -404,3 +408,41 @@ class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
             self.configfs + '-absent'))
         root = self.migrate(server)
         self.assertEqual('monitor', self.policy_of(root)['mode'])
+
+    def test_source_without_the_field_falls_back_to_the_flavor(self):
+        # A source without this plugin's pre-check (stock nova, an older
+        # release) carries no running policy: the destination judges the
+        # flavor with its own options, as before, and says so.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.TLBBalanceLibvirtDriver'
+            '.check_can_live_migrate_source',
+            libvirt_driver.LibvirtDriver.check_can_live_migrate_source))
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.flags(file_backed_memory=16384, group='libvirt')
+        self.migrate_refused(server)
+        self.assertIn('tlbbalance:backing=thp conflicts with this host\'s '
+                      '[libvirt] file_backed_memory',
+                      self.precheck_fault(server))
+        self.assertIn('the source did not send the policy the guest runs '
+                      'with', self.stdlog.logger.output)
+
+
+class TestPolicyField(unittest.TestCase):
+    """The migrate data field, without services."""
+
+    def test_nova_builds_the_plugin_class(self):
+        self.assertIs(driver.LibvirtLiveMigrateData,
+                      objects.LibvirtLiveMigrateData)
+        self.assertTrue(issubclass(driver.LibvirtLiveMigrateData,
+                                   nova_migrate_data.LibvirtLiveMigrateData))
+
+    def test_a_peer_without_the_plugin_ignores_it(self):
+        data = driver.LibvirtLiveMigrateData(
+            tlbbalance_policy='<p/>', is_shared_block_storage=True)
+        primitive = data.obj_to_primitive()
+        self.assertIn(driver.POLICY_FIELD, primitive['nova_object.data'])
+        stock = nova_migrate_data.LibvirtLiveMigrateData._obj_from_primitive(
+            None, data.VERSION, primitive)
+        self.assertNotIn(driver.POLICY_FIELD, stock.fields)
+        self.assertTrue(stock.is_shared_block_storage)
