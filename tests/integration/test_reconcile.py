@@ -47,7 +47,7 @@ def stand_in(tmp_path, vms):
     for vm in vms:
         d = root / 'vms' / vm
         d.mkdir()
-        for a in ATTRS[:-1] + tuple(p.name for p in module_defs.params()):
+        for a in ATTRS + tuple(p.name for p in module_defs.params()):
             (d / a).write_text('0\n' if a == 'pid' else '')
     return root
 

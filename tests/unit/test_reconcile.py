@@ -28,7 +28,7 @@ UUIDS = {'web': '8700de68-5f03-4b08-add1-b64dbaea62f9',
          'plain': 'c5e0a5d3-8c1c-46f9-9d0a-5d6f3e1c9b10',
          'newer': '0d6c9f5e-2c8b-4f43-8a1e-7c3b2a9d1e05'}
 PIDS = {'web': 4321, 'db': 5321, 'plain': 6321, 'newer': 7321}
-ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status')
+ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status', 'commit')
 
 
 def domain_xml(name, policy='mode="balance" strict="false"', params=''):
