@@ -99,12 +99,12 @@ def test_debug_line_fails_when_a_checker_is_off(tmp_path):
 # Report headers as the 6.12 checkers print them; the dmesg dump at the
 # end repeats each one, which must not count twice.
 REPORTS = """\
-[   20.000001] BUG: KASAN: slab-use-after-free in tlbb_vm_put+0x1/0x2 [tlbbalance]
+[   20.000001] BUG: KASAN: slab-use-after-free in tlbb_vm_put+0x1/0x2
 [   21.000001] WARNING: possible circular locking dependency detected
 [   22.000001] BUG: sleeping function called from invalid context at mm/gup.c:1
-[   23.000001] page dumped because: VM_BUG_ON_FOLIO(!folio_test_locked(folio))
+[   23.000001] page dumped because: VM_BUG_ON_FOLIO(!folio_test_lru(f))
 [   24.000001] BUG: KFENCE: out-of-bounds read in tlbb_heat_read+0x1/0x2
-[   25.000001] BUG: using smp_processor_id() in preemptible [00000000] code: t/1
+[   25.000001] BUG: using smp_processor_id() in preemptible [00000000] code: t
 """
 
 

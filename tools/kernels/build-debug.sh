@@ -123,27 +123,42 @@ if [ ! -f "$deb" ]; then
 	[ -f "$deb" ] || die "apt-get download $srcpkg=$version left no $deb"
 fi
 
-work=$base/.debug-$key
-rm -rf "$work"
-mkdir -p "$work/src" "$work/build" "$work/deb"
-trap 'rm -rf "$work"' EXIT
-log "unpacking $deb"
-dpkg-deb -x "$deb" "$work/deb"
-tarball=$(ls "$work"/deb/usr/src/linux-source-*.tar.* 2>/dev/null | head -n 1)
-[ -n "$tarball" ] || die "no usr/src/linux-source-*.tar.* in $deb"
-tar -xf "$tarball" -C "$work/src" --strip-components=1
-rm -rf "$work/deb"
-[ -f "$work/src/Makefile" ] || die "no Makefile in $tarball"
-kver=$(make -s -C "$work/src" kernelversion 2>/dev/null) ||
-	die "cannot read the kernel version of $tarball"
-abi=$kver-debug-$key
-dir=$base/$abi
-
-# The build happens in its final place: an O= build tree records absolute
-# paths, so it cannot be moved afterwards.  .complete is written last.
-rm -rf "$dir"
-mv "$work" "$dir"
-work=$dir
+# A source tree unpacked for this key before (a build that failed or was
+# stopped) is reused: unpacking takes minutes.
+dir=
+for d in "$base"/*-debug-"$key"; do
+	[ "$(cat "$d/src/.tlbb-unpacked" 2>/dev/null)" = "$srcpkg=$version" ] &&
+		dir=$d
+done
+if [ -n "$dir" ]; then
+	abi=$(basename "$dir")
+	log "reusing the source unpacked in $dir/src"
+	find "$dir" -mindepth 1 -maxdepth 1 ! -name src -exec rm -rf {} +
+	mkdir -p "$dir/build"
+else
+	work=$base/.debug-$key
+	rm -rf "$work"
+	mkdir -p "$work/src" "$work/build" "$work/deb"
+	trap 'rm -rf "$work"' EXIT
+	log "unpacking $deb"
+	dpkg-deb -x "$deb" "$work/deb"
+	tarball=$(ls "$work"/deb/usr/src/linux-source-*.tar.* 2>/dev/null |
+		head -n 1)
+	[ -n "$tarball" ] || die "no usr/src/linux-source-*.tar.* in $deb"
+	tar -xf "$tarball" -C "$work/src" --strip-components=1
+	rm -rf "$work/deb"
+	[ -f "$work/src/Makefile" ] || die "no Makefile in $tarball"
+	kver=$(make -s -C "$work/src" kernelversion 2>/dev/null) ||
+		die "cannot read the kernel version of $tarball"
+	echo "$srcpkg=$version" >"$work/src/.tlbb-unpacked"
+	abi=$kver-debug-$key
+	dir=$base/$abi
+	# The build happens in its final place: an O= build tree records
+	# absolute paths, so it cannot be moved afterwards.  .complete is
+	# written last.
+	rm -rf "$dir"
+	mv "$work" "$dir"
+fi
 trap 'rm -f "$dir/.complete"; log "build failed: $dir left for a look (rerun rebuilds it)"' EXIT
 mk() { make -C "$dir/src" O="$dir/build" "$@"; }
 
@@ -164,9 +179,6 @@ while IFS= read -r want; do
 done < <(grep -E '^CONFIG_[A-Z0-9_]+=' "$fragment")
 [ -z "$missing" ] ||
 	die "Kconfig dropped from the debug config (a missing dependency?):$missing"
-got=$(mk -s kernelrelease)
-[ "$got" = "$abi" ] || die "kernel release is '$got', expected '$abi'"
-
 log "building $abi with nice -n 10 make -j$jobs (load $(cut -d' ' -f1-3 /proc/loadavg))"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 TIMEFORMAT='%R %U %S'
@@ -175,6 +187,8 @@ TIMEFORMAT='%R %U %S'
 	tail -n 40 "$dir/build.log" >&2
 	die "kernel build failed ($dir/build.log)"
 }
+got=$(mk -s kernelrelease)
+[ "$got" = "$abi" ] || die "kernel release is '$got', expected '$abi'"
 read -r wall user sys <"$dir/.time"
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 rm -f "$dir/.time"
