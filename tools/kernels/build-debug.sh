@@ -15,7 +15,8 @@
 # config fragment, this script's format and the compiler.  Their hash is in
 # the kernel release (6.12.NN-debug-<hash>), so each build has its own
 # directory, its own module-build cache key and its own `uname -r`.  Fast
-# and offline when cached.  One build at a time per cache (flock).
+# and offline when cached.  One build at a time per cache (flock on
+# <base>/.lock-debug, not fetch.sh's lock).
 #
 # Cache layout (fetch.sh's, plus the build trees):
 #   <dir>/abi            the kernel release, e.g. 6.12.117-debug-0123abcd
@@ -99,9 +100,10 @@ version=$(apt-cache policy "$srcpkg" | sed -n 's/^ *Candidate: //p')
 	die "no candidate version of $srcpkg (run apt-get update?)"
 key=$(key_of "$version")
 
-# One build at a time per cache (fetch.sh's lock: the same cache).
-exec 9>"$base/.lock"
-flock 9 || die "cannot lock $base/.lock"
+# One build at a time per cache; a lock of its own, not fetch.sh's: a
+# build holds it for tens of minutes and must not stop kernel fetches.
+exec 9>"$base/.lock-debug"
+flock 9 || die "cannot lock $base/.lock-debug"
 
 # The kernel release: upstream's version (from the source's Makefile,
 # read after unpacking) and the key; the directory is named after it.
@@ -124,8 +126,11 @@ if [ ! -f "$deb" ]; then
 fi
 
 # A source tree unpacked for this key before (a build that failed or was
-# stopped) is reused: unpacking takes minutes.
+# stopped) is reused, and its objects too: unpacking takes minutes, and
+# make carries on where the stopped build was (the same key, so the same
+# .config: objects of unchanged options stay valid).
 dir=
+resumed=no
 for d in "$base"/*-debug-"$key"; do
 	[ "$(cat "$d/src/.tlbb-unpacked" 2>/dev/null)" = "$srcpkg=$version" ] &&
 		dir=$d
@@ -133,8 +138,13 @@ done
 if [ -n "$dir" ]; then
 	abi=$(basename "$dir")
 	log "reusing the source unpacked in $dir/src"
-	find "$dir" -mindepth 1 -maxdepth 1 ! -name src -exec rm -rf {} +
+	find "$dir" -mindepth 1 -maxdepth 1 ! -name src ! -name build \
+		-exec rm -rf {} +
 	mkdir -p "$dir/build"
+	if [ -n "$(find "$dir/build" -name '*.o' -print -quit)" ]; then
+		resumed=yes
+		log "carrying on with the objects of an earlier, stopped build"
+	fi
 else
 	work=$base/.debug-$key
 	rm -rf "$work"
@@ -196,6 +206,7 @@ rm -f "$dir/.time"
 	echo "wall_s=${wall%.*}"
 	echo "cpu_s=$(echo "$user + $sys" | bc | cut -d. -f1)"
 	echo "jobs=$jobs"
+	echo "resumed=$resumed    # yes: the times are those of the rest only"
 	echo "load_before=$load0"
 	echo "load_after=$load1"
 } >"$dir/build-time.txt"
