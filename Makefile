@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The two commands of the README.
 #   make demo   the main job: a compute node in a box, a VM balanced for real
 #   make test   install everything this needs on Debian, run every test suite

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the host must offer before a tagged guest starts.
 
 One check, two callers: the libvirt hook's ``prepare`` phase (every start,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Is a tagged VM what its flavor asked for? (``tlbbalance verify``)"""
 
 DEFAULT_MIN_COVERAGE = 0.95

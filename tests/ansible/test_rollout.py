@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ansible/site.yml over SSH across four compute hosts, rolling.
 
 Hosts (tests/ansible/fleet.py): h1, h2, h3 in namespaces of their own

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: install what the tests need on a Debian bookworm machine, run
 # every tox environment, and end with one "N passed, N failed" line that adds
 # up the test counts every suite printed.

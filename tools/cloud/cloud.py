@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A real OpenStack cloud in a box, on this machine, on loopback.
 
     tools/cloud/cloud.py up        start it (prints the time and RSS)
