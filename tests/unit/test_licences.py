@@ -8,9 +8,9 @@ The tree's licences (README.md#licence):
 - ``kernel-module/`` (tlbbalance.ko and its in-kernel tests): GPL-2.0,
   ``kernel-module/COPYING``;
 - ``kernel-module/core/`` and ``tlbsim/`` (the controller core, compiled
-  into the module and into userspace, and the simulator built on it), and
-  the core's tables the Python package reads (``nova_tlbbalance/data/``):
-  GPL-2.0 OR Apache-2.0;
+  into the module and into userspace, and the simulator built on it):
+  GPL-2.0 OR Apache-2.0; the core's tables the Python package reads
+  (``nova_tlbbalance/data/``) are symbolic links to the core's files;
 - everything else (the Python package, the hook, the tools, the tests, the
   Ansible role): Apache-2.0, ``LICENSE``.
 """
@@ -33,7 +33,6 @@ POLICY = (
     ('kernel-module/core/', DUAL),
     ('kernel-module/', GPL),
     ('tlbsim/', DUAL),
-    ('nova_tlbbalance/data/', DUAL),
     # a wrapper around the kernel's checkpatch.pl, usable on either side
     ('tools/kernels/checkpatch.sh', DUAL),
     ('', APACHE),
@@ -157,3 +156,30 @@ def test_package_metadata_names_both():
                                              'kernel-module/COPYING']
     # PEP 639: no licence classifiers beside an SPDX expression
     assert 'License ::' not in meta.get('classifiers', '')
+
+
+def copyright_stanzas():
+    """[(file patterns, licence)] of debian/copyright's Files stanzas."""
+    with open(os.path.join(TOP, 'debian', 'copyright')) as f:
+        paragraphs = f.read().split('\n\n')
+    out = []
+    for para in paragraphs:
+        m = re.search(r'^Files: (.*?)\n(?=\S)', para, re.M | re.S)
+        if m:
+            lic = re.search(r'^License: (.*)$', para, re.M).group(1)
+            out.append((m.group(1).split(), lic))
+    return out
+
+
+DEBIAN_NAMES = {'Apache-2.0': APACHE, 'GPL-2': GPL,
+                'GPL-2 or Apache-2.0': DUAL}
+
+
+def test_debian_copyright_follows_the_policy():
+    """debian/copyright (the Debian packages' licence statement) says
+    what POLICY says, prefix by prefix."""
+    said = {}
+    for patterns, lic in copyright_stanzas():
+        for pattern in patterns:
+            said[pattern.rstrip('*')] = DEBIAN_NAMES[lic]
+    assert said == {prefix: lic for prefix, lic in POLICY}

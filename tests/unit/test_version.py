@@ -91,6 +91,20 @@ def test_ansible_default_is_what_dkms_builds():
     assert dkms['PACKAGE_NAME'].strip('"') == 'tlbbalance'
 
 
+def test_debian_changelog_version():
+    """The Debian packages (make deb) take their version from
+    debian/changelog's newest entry: setup.cfg's, without a Debian
+    revision (a native package built from the tree)."""
+    with open(os.path.join(TOP, 'debian', 'changelog')) as f:
+        first = f.readline()
+    m = re.match(r'^nova-tlbbalance \(([^)]*)\) ', first)
+    assert m, 'debian/changelog:1: %r' % first
+    assert m.group(1) == setup_cfg_version(), (
+        'debian/changelog:1 says %s, setup.cfg says %s: add an entry '
+        '(dch -v %s)' % (m.group(1), setup_cfg_version(),
+                         setup_cfg_version()))
+
+
 def test_installed_metadata_version():
     """What pip installed (tox: this checkout) reports setup.cfg's."""
     assert metadata.version('nova-tlbbalance') == setup_cfg_version()

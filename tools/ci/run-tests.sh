@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb tempest"}
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
@@ -22,7 +22,8 @@ mkdir -p "$logdir" "$cache"
 declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [tempest]=1800)
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800
+		  [tempest]=1800)
 
 t0=$(date +%s)
 echo "== system packages"
