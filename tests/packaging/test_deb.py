@@ -135,8 +135,13 @@ def root(debs, tmp_path_factory):
 
 
 def in_root(root, *argv):
-    return run(['chroot', root, 'env', '-i',
-                'PATH=/usr/sbin:/usr/bin:/sbin:/bin'] + list(argv), 120)
+    """argv run in root, with /proc and /dev there (dkms needs both) in a
+    mount and PID namespace of its own: nothing stays mounted after."""
+    return run(['unshare', '--mount', '--pid', '--fork',
+                '--mount-proc=%s/proc' % root, 'sh', '-c',
+                'mount --rbind /dev "$0/dev" && exec chroot "$0" env -i '
+                'PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"', root] +
+               list(argv), 120)
 
 
 def test_installed_in_a_fresh_root(root):
