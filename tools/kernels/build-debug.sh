@@ -103,7 +103,10 @@ key=$(key_of "$version")
 # One build at a time per cache; a lock of its own, not fetch.sh's: a
 # build holds it for tens of minutes and must not stop kernel fetches.
 exec 9>"$base/.lock-debug"
-flock 9 || die "cannot lock $base/.lock-debug"
+if ! flock -n 9; then
+	log "waiting for another debug kernel build to end ($base/.lock-debug)"
+	flock 9 || die "cannot lock $base/.lock-debug"
+fi
 
 # The kernel release: upstream's version (from the source's Makefile,
 # read after unpacking) and the key; the directory is named after it.
