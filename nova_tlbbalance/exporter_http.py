@@ -29,6 +29,7 @@ checks run in a small thread pool off the event loop.
 
 import asyncio
 import base64
+import errno
 import hashlib
 import os
 import socket
@@ -51,6 +52,11 @@ TLS_VERSIONS = {'TLS12': ssl.TLSVersion.TLSv1_2,
                 'TLS13': ssl.TLSVersion.TLSv1_3}
 PATHS = ('/metrics', '/')
 MAX_HEAD = 8192
+BACKLOG = 1024
+ACCEPT_BATCH = 8
+# file descriptors kept for what is not a client: the libvirt connection,
+# /proc and configfs reads of a collection, the log
+FD_RESERVE = 64
 REALM = 'tlbbalance'
 
 
@@ -198,6 +204,53 @@ class Auth:
         return ok
 
 
+class _Protocol(asyncio.StreamReaderProtocol):
+    """A stream protocol that tells the server when its socket closed."""
+
+    def __init__(self, server):
+        super().__init__(asyncio.StreamReader(limit=MAX_HEAD),
+                         server._accepted)
+        self._server = server
+        self._counted = True
+
+    def connection_lost(self, exc):
+        if self._counted:
+            self._counted = False
+            self._server._closed_one()
+        super().connection_lost(exc)
+
+
+def _deadline(seconds):
+    """``async with``: TimeoutError after ``seconds``."""
+    if hasattr(asyncio, 'timeout'):         # Python >= 3.11
+        return asyncio.timeout(seconds)
+    return _WaitFor(seconds)
+
+
+class _WaitFor:
+    """asyncio.timeout for Python 3.10: cancels the task at the deadline
+    and turns that into TimeoutError."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    async def __aenter__(self):
+        task = asyncio.current_task()
+        self.expired = False
+
+        def expire():
+            self.expired = True
+            task.cancel()
+        self.handle = asyncio.get_running_loop().call_later(self.seconds,
+                                                            expire)
+
+    async def __aexit__(self, typ, exc, tb):
+        self.handle.cancel()
+        if self.expired and typ is asyncio.CancelledError:
+            raise asyncio.TimeoutError() from None
+        return False
+
+
 class Server:
     """Serves ``snapshot()`` (an exporter.Snapshot, or None before the
     first collection) on ``host``:``port``."""
@@ -213,11 +266,14 @@ class Server:
         self.timeout = timeout
         # how long a scrape waits for the first collection
         self.first_wait = timeout if first_wait is None else first_wait
-        self.conns = {}     # task -> [idle since (monotonic) or None]
+        self.conns = {}     # handler task -> [idle since, evicted]
+        self.open = 0       # accepted sockets not closed yet
+        self.closing = 0    # evicted, not closed yet
         self.stats = {'accepted': 0, 'evicted': 0, 'timeouts': 0}
         self.loop = None
         self.sockets = []
-        self._server = None
+        self._reading = False
+        self._done = None
 
     @property
     def scheme(self):
@@ -234,9 +290,11 @@ class Server:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                # "::" is every address, IPv4 too (as Go's ":port")
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY,
+                                int(addr[0] != '::'))
             sock.bind(addr)
-            sock.listen(1024)
+            sock.listen(BACKLOG)
             sock.setblocking(False)
         except OSError:
             sock.close()
@@ -251,34 +309,105 @@ class Server:
         return '%s://%s:%d/metrics' % (self.scheme, addr, port)
 
     async def serve(self, started=None):
+        """Accept and serve until :meth:`close`."""
         self.loop = asyncio.get_running_loop()
-        self._server = await asyncio.start_server(
-            self._accepted, sock=self.sockets[0], limit=MAX_HEAD,
-            backlog=1024)
+        self._done = self.loop.create_future()
+        self._resume()
         if started is not None:
             started()
-        async with self._server:
-            await self._server.serve_forever()
+        await self._done
+
+    def close(self):
+        """Stop accepting and close every connection (loop thread)."""
+        self._pause()
+        for task in list(self.conns):
+            task.cancel()
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _pause(self):
+        if self._reading:
+            self.loop.remove_reader(self.sockets[0].fileno())
+            self._reading = False
+
+    def _resume(self):
+        if not self._reading:
+            self.loop.add_reader(self.sockets[0].fileno(), self._readable)
+            self._reading = True
+
+    def _readable(self):
+        """The listening socket has connections waiting. Each accepted
+        socket counts until its transport is closed (``open``), so the
+        bound holds for file descriptors, not only for handlers: at the
+        bound the longest idle connection is closed and accepting pauses
+        until a socket is actually closed (no busy loop on a listening
+        socket that stays readable)."""
+        for _ in range(ACCEPT_BATCH):
+            if self.open >= self.max_connections:
+                self._pause()
+                if not self._make_room() and not self.closing:
+                    # every connection is busy or not started yet: look
+                    # again shortly (a close resumes sooner)
+                    self.loop.call_later(0.1, self._retry)
+                return
+            try:
+                sock, _ = self.sockets[0].accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE,
+                                     errno.ENOBUFS, errno.ENOMEM):
+                    log('accept: %s' % exc)
+                    return
+                # out of descriptors below our own bound (a lower limit
+                # than we were told): make room, wait for a close
+                self._pause()
+                if not self._make_room() and not self.closing:
+                    self.loop.call_later(0.1, self._retry)
+                return
+            self.open += 1
+            self.stats['accepted'] += 1
+            sock.setblocking(False)
+            self.loop.create_task(self._attach(sock))
+
+    def _retry(self):
+        if self._done is not None and not self._done.done():
+            self._resume()
+
+    async def _attach(self, sock):
+        try:
+            await self.loop.connect_accepted_socket(
+                lambda: _Protocol(self), sock)
+        except Exception:
+            sock.close()
+            self._closed_one()
+
+    def _closed_one(self):
+        self.open -= 1
+        if self.open < self.max_connections and self._done is not None \
+                and not self._done.done():
+            self._resume()
 
     def _make_room(self):
-        """At the bound, close the connection idle the longest."""
+        """At the bound, close the connection idle the longest; nothing
+        when one is being closed already."""
+        if self.closing:
+            return False
         idle = [(since[0], task) for task, since in self.conns.items()
                 if since[0] is not None]
         if not idle:
             return False
         task = min(idle, key=lambda t: t[0])[1]
         self.stats['evicted'] += 1
+        self.closing += 1
+        self.conns[task][1] = True
         task.cancel()
-        del self.conns[task]
         return True
 
     async def _accepted(self, reader, writer):
         task = asyncio.current_task()
-        self.stats['accepted'] += 1
-        if len(self.conns) >= self.max_connections and not self._make_room():
-            writer.transport.abort()
-            return
-        state = [self.loop.time()]
+        # [idle since (loop time) or None while answering, evicted]
+        state = [self.loop.time(), False]
         self.conns[task] = state
         try:
             if self.web.ssl_context is not None:
@@ -287,8 +416,8 @@ class Server:
                     ssl_handshake_timeout=self.timeout)
             while True:
                 state[0] = self.loop.time()
-                head = await asyncio.wait_for(
-                    reader.readuntil(b'\r\n\r\n'), self.timeout)
+                async with _deadline(self.timeout):
+                    head = await reader.readuntil(b'\r\n\r\n')
                 state[0] = None
                 keep = await self._request(head, writer)
                 if not keep:
@@ -308,11 +437,14 @@ class Server:
                 OSError, asyncio.CancelledError):
             writer.transport.abort()
         finally:
+            if state[1]:
+                self.closing -= 1
             self.conns.pop(task, None)
 
     async def _write(self, writer, data):
         writer.write(data)
-        await asyncio.wait_for(writer.drain(), self.timeout)
+        async with _deadline(self.timeout):
+            await writer.drain()
 
     async def _send_simple(self, writer, code, text, keep, extra=()):
         body = text.encode()
@@ -418,7 +550,7 @@ def raise_nofile():
 def default_max_connections():
     """Below the open-file limit, with room for libvirt, /proc reads and
     the log."""
-    return max(16, min(1024, raise_nofile() - 64))
+    return max(16, min(1024, raise_nofile() - FD_RESERVE))
 
 
 def log(msg):

@@ -15,7 +15,9 @@ import datetime
 import gzip
 import http.client
 import os
+import re
 import resource
+import shutil
 import socket
 import ssl
 import subprocess
@@ -32,6 +34,7 @@ from nova_tlbbalance import exporter
 from nova_tlbbalance import exporter_http
 from nova_tlbbalance.probes import libvirt_conn
 from nova_tlbbalance.probes import vmreport
+from nova_tlbbalance.wait import wait_until
 
 import test_probes_vmreport as tp
 
@@ -154,7 +157,7 @@ def test_no_monitor_command_to_untagged_and_gpa2hva_once_per_start(
         fams = fams_of(poller.collect_once())
     assert sent == [('u', 'gpa2hva 0x0')], sent
     assert value(fams, 'tlbbalance_up') == 1
-    assert value(fams, 'tlbbalance_monitor_commands', 
+    assert value(fams, 'tlbbalance_monitor_commands',
                  'tlbbalance_monitor_commands_total') == 1
     # stage 2 of both, from domain statistics
     assert value(fams, 'tlbbalance_vm_stage2_pages', vm='vm1', uuid='u',
@@ -269,11 +272,9 @@ class Running:
             pass
 
     def stop(self):
-        self.loop.call_soon_threadsafe(self.srv._server.close)
-        for task in list(self.srv.conns):
-            self.loop.call_soon_threadsafe(task.cancel)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.loop.call_soon_threadsafe(self.srv.close)
         self.thread.join(10)
+        self.srv.sockets[0].close()
 
     def get(self, path='/metrics', headers=None, timeout=10, context=None):
         if context is not None:
@@ -544,3 +545,46 @@ def test_port_in_use_is_named():
 def test_listen_option_takes_bracketed_ipv6():
     assert cli_exporter.listen_address('[::1]') == '::1'
     assert cli_exporter.listen_address('::1') == '::1'
+
+
+def test_300_idle_connections_under_a_256_file_limit(tmp_path):
+    """The issue's setting: the real command under a 256-file limit, 300
+    idle connections. The longest idle ones are closed to make room
+    (--max-connections defaults to 192 there) and a scrape is answered
+    at once; before, every scrape timed out. libvirt is a URI nothing
+    answers (tlbbalance_up 0): the server is what is tested."""
+    env = dict(os.environ, PYTHONPATH=TOP)
+    err = open(tmp_path / 'err', 'w+')
+    p = subprocess.Popen(
+        [shutil.which('prlimit'), '--nofile=256:256', '--',
+         sys.executable, '-m', 'nova_tlbbalance', 'exporter', '--port', '0',
+         '--uri', 'qemu+unix:///system?socket=%s' % (tmp_path / 'none')],
+        stderr=err, env=env)
+    try:
+        def url():
+            err.seek(0)
+            m = re.search(r'on http://([0-9.]+):([0-9]+)/', err.read())
+            assert p.poll() is None, err.read()
+            return m and (m.group(1), int(m.group(2)))
+        addr = wait_until('the exporter listening', url, 60, 0.05)
+        socks = _idle(addr, 300)
+        try:
+            time.sleep(0.5)
+            c = http.client.HTTPConnection(*addr, timeout=10)
+            t0 = time.monotonic()
+            c.request('GET', '/metrics')
+            r = c.getresponse()
+            body = r.read()
+            took = time.monotonic() - t0
+            c.close()
+            assert r.status == 200 and b'tlbbalance_up 0.0' in body
+            assert took < 0.5, took
+        finally:
+            for sock in socks:
+                sock.close()
+        err.seek(0)
+        assert 'out of system resource' not in err.read()
+    finally:
+        p.terminate()
+        p.wait(10)
+        err.close()
