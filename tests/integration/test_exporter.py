@@ -118,8 +118,8 @@ def taints(host, name):
         return [ln for ln in f if 'custom-monitor' in ln]
 
 
-def test_background_collection_one_connection_no_taint(host, domains,
-                                                      exporter):
+def test_background_collection_one_connection_no_taint(
+        host, domains, exporter):
     e = exporter('--interval', '1')
     fams = e.wait_collections(3)
     tagged = {'vm': TAGGED, 'uuid': domains[TAGGED]}
