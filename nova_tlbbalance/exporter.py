@@ -34,6 +34,8 @@ this brought are listed in docs/cli.md.
 
 import collections
 import gzip
+import struct
+import sys
 
 from prometheus_client import core
 from prometheus_client import exposition
@@ -347,7 +349,7 @@ def self_families(state):
         labels=['version', 'libvirt_version', 'python_version'])
     info.add_metric([state.version or 'unknown',
                      state.libvirt_version or '',
-                     '%d.%d.%d' % tuple(__import__('sys').version_info[:3])],
+                     '%d.%d.%d' % tuple(sys.version_info[:3])],
                     1)
     fams.append(info)
     gauge('tlbbalance_collection_duration_seconds',
@@ -401,17 +403,47 @@ class Snapshot:
     """One collection rendered once, in both formats, plain and gzipped:
     what every scrape until the next collection is served from."""
 
-    def __init__(self, fams, timestamp):
+    KEYS = ((TEXT, False), (TEXT, True), (OPENMETRICS, False),
+            (OPENMETRICS, True))
+
+    def __init__(self, fams, timestamp, bodies=None):
+        self.timestamp = timestamp
+        if bodies is not None:
+            self.bodies = dict(zip(self.KEYS, bodies))
+            return
         from prometheus_client.openmetrics import exposition as om
         reg = prom_registry.CollectorRegistry(auto_describe=False)
         reg.register(_Static(fams))
-        self.timestamp = timestamp
         self.bodies = {}
         for ctype, gen in ((TEXT, exposition.generate_latest),
                            (OPENMETRICS, om.generate_latest)):
             body = gen(reg)
             self.bodies[(ctype, False)] = body
             self.bodies[(ctype, True)] = gzip.compress(body, 6, mtime=0)
+
+    def to_bytes(self):
+        """One frame for :meth:`read_from`: the four bodies, each after
+        its length (8 bytes, big-endian)."""
+        out = [struct.pack('>d', self.timestamp)]
+        for key in self.KEYS:
+            out += [struct.pack('>Q', len(self.bodies[key])),
+                    self.bodies[key]]
+        return b''.join(out)
+
+    @classmethod
+    def read_from(cls, f):
+        """The next frame of the binary file ``f``, or None at its end."""
+        head = f.read(8)
+        if len(head) < 8:
+            return None
+        bodies = []
+        for _ in cls.KEYS:
+            size = f.read(8)
+            if len(size) < 8:
+                return None
+            body = f.read(struct.unpack('>Q', size)[0])
+            bodies.append(body)
+        return cls(None, struct.unpack('>d', head)[0], bodies)
 
     def body(self, openmetrics=False, compressed=False):
         """(content type, bytes)."""
@@ -532,10 +564,16 @@ class Poller:
                 error = str(exc)
                 self._drop()
             except Exception as exc:
-                # a libvirtError mid-collection (libvirtd restarted): the
-                # next collection opens a new connection
-                error = 'libvirt: %s' % exc
-                self._drop()
+                # a libvirtError mid-collection: when libvirtd went away
+                # (restarted) the next collection opens a new connection
+                error = 'collection: %s' % exc
+                conn = self.conn
+                if conn is not None and (
+                        isinstance(exc, getattr(getattr(conn, 'libvirt',
+                                                        None),
+                                                'libvirtError', ()))
+                        or not conn.alive()):
+                    self._drop()
         if up:
             live = {r.uuid for r in reps}
             for key in list(self.gpa2hva_cache):
@@ -557,21 +595,27 @@ class Poller:
         self.ready.set()
         return snap
 
-    def run(self):
-        import sys
-        while not self._stop.is_set():
-            try:
-                self.collect_once()
-                err = self.state.error
-                if err:
-                    sys.stderr.write('tlbbalance exporter: collection: %s\n'
-                                     % err)
-                    sys.stderr.flush()
-            except Exception as exc:    # a bug: say it, keep serving
-                sys.stderr.write('tlbbalance exporter: collection failed: '
-                                 '%r\n' % exc)
+    def step(self):
+        """One collection, its error (if any) said on stderr."""
+        try:
+            self.collect_once()
+            err = self.state.error
+            if err:
+                sys.stderr.write('tlbbalance exporter: %s\n' % err)
                 sys.stderr.flush()
-            self._stop.wait(self.interval)
+        except Exception as exc:    # a bug: say it, keep serving
+            sys.stderr.write('tlbbalance exporter: collection failed: '
+                             '%r\n' % exc)
+            sys.stderr.flush()
+
+    def wait(self):
+        """Sleep until the next collection; True when stopped."""
+        return self._stop.wait(self.interval)
+
+    def run(self):
+        while not self._stop.is_set():
+            self.step()
+            self.wait()
 
     def start(self):
         import threading

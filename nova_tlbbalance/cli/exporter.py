@@ -11,6 +11,7 @@ statistics. Both modules are imported only when this command runs: every
 """
 
 import argparse
+import os
 import socket
 import sys
 
@@ -80,6 +81,11 @@ def register(sub):
                    help='open connections at most; at the bound the one '
                    'idle the longest is closed (default: 1024, or less '
                    'under a low open-file limit)')
+    p.add_argument('--user', metavar='NAME',
+                   help='serve HTTP in a child process running as this '
+                   'user (e.g. nobody): the collector keeps the privileges '
+                   'it needs for /proc and libvirt, the code that parses '
+                   'requests from the network has none')
     p.add_argument('--once', action='store_true',
                    help='collect once, print the metrics to stdout and exit '
                    '(2 when libvirt cannot be reached)')
@@ -124,6 +130,102 @@ def poller_for(args):
     return poller
 
 
+def account(name):
+    """(uid, gid) of user ``name``; an error naming it."""
+    import pwd
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        raise ValueError('--user %s: no such user' % name) from None
+    if pw.pw_uid == 0:
+        raise ValueError('--user %s: that is root; name an unprivileged '
+                         'user (e.g. nobody)' % name)
+    return pw.pw_uid, pw.pw_gid
+
+
+def drop_to(uid, gid):
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise SystemExit('tlbbalance exporter: could not drop to uid %d'
+                         % uid)
+    try:        # can never be root again (checked, not assumed)
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise SystemExit('tlbbalance exporter: uid 0 could be regained')
+
+
+def serve_in_child(srv, poller, uid, gid, started):
+    """Fork: the child drops to ``uid``/``gid`` and serves what the
+    parent writes into a pipe after each collection; the parent (root)
+    only collects. Either one ends when the other does."""
+    import asyncio
+    import signal
+    import threading
+
+    from nova_tlbbalance import exporter
+
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(wfd)
+            drop_to(uid, gid)
+            holder = {'snap': None}
+            srv.snapshot = lambda: holder['snap']
+
+            def read():
+                with os.fdopen(rfd, 'rb') as f:
+                    while True:
+                        snap = exporter.Snapshot.read_from(f)
+                        if snap is None:
+                            break
+                        holder['snap'] = snap
+                os.kill(os.getpid(), signal.SIGTERM)     # parent gone
+            threading.Thread(target=read, daemon=True).start()
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            asyncio.run(srv.serve(started))
+        except KeyboardInterrupt:
+            pass
+        except BaseException as exc:    # noqa: B902 - say it, then exit
+            sys.stderr.write('tlbbalance exporter (server): %r\n' % exc)
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(rfd)
+    for sock in srv.sockets:
+        sock.close()
+    out = os.fdopen(wfd, 'wb')
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        while True:
+            poller.step()
+            out.write(poller.snapshot.to_bytes())
+            out.flush()
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return fail('the HTTP server process ended')
+            if poller.wait():
+                break
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+    finally:
+        try:
+            out.close()
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        poller.stop()
+    return 0
+
+
 def fail(msg):
     sys.stderr.write('tlbbalance exporter: %s\n' % msg)
     return 2
@@ -157,6 +259,12 @@ def run(args):
         max_connections=(args.max_connections
                          or exporter_http.default_max_connections()),
         timeout=args.timeout)
+    ids = None
+    if args.user:
+        try:
+            ids = account(args.user)
+        except ValueError as exc:
+            return fail(str(exc))
     try:
         srv.bind()
     except socket.gaierror as exc:
@@ -165,11 +273,14 @@ def run(args):
     except OSError as exc:
         return fail('cannot listen on %s port %d: %s'
                     % (args.listen, args.port, exc.strerror or exc))
-    poller.start()
 
     def started():
-        sys.stderr.write('tlbbalance exporter on %s\n' % srv.url())
+        sys.stderr.write('tlbbalance exporter on %s%s\n' % (
+            srv.url(), ' (served as %s)' % args.user if ids else ''))
         sys.stderr.flush()
+    if ids:
+        return serve_in_child(srv, poller, ids[0], ids[1], started)
+    poller.start()
     try:
         asyncio.run(srv.serve(started))
     except KeyboardInterrupt:

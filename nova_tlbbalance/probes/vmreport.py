@@ -276,7 +276,10 @@ def collect(roots=None, uri=None, monitor=True, conn=None, workers=WORKERS,
     try:
         doms = conn.running()
         if domain_stats:
-            stats = conn.vm_stats()
+            try:
+                stats = conn.vm_stats()
+            except Exception:   # a busy or older libvirtd: no stage 2
+                stats = None
         if monitor and workers > 1 and len(doms) > 1:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(min(workers, len(doms))) as pool:

@@ -5,8 +5,9 @@ in the background: one libvirt connection across collections and a new
 one after libvirtd restarts, no QEMU monitor command to an untagged
 domain (libvirt's domain log has no "custom-monitor" taint for it), the
 domain UUID on every VM series, ``tlbbalance_up`` 0 (not a 503) while
-libvirt cannot be reached, ``--listen ::1``, and a real scrape that
-``promtool check metrics`` accepts.
+libvirt cannot be reached, ``--listen ::1``, HTTP served by a child as
+nobody (``--user``), and a real scrape that ``promtool check metrics``
+accepts.
 """
 
 import os
@@ -179,6 +180,19 @@ def test_listen_ipv6_loopback(domains, exporter):
     assert e.url.startswith('http://[::1]:'), e.url
     fams = e.wait_collections(1)
     assert value(fams, 'tlbbalance_up') == 1
+
+
+def test_http_as_nobody_collection_as_root(domains, exporter):
+    """--user nobody (what the systemd unit runs): the collector, root,
+    reads the real QEMU processes; the scrape comes from the child."""
+    e = exporter('--user', 'nobody', '--interval', '1')
+    fams = e.wait_collections(2)
+    assert value(fams, 'tlbbalance_up') == 1
+    assert value(fams, 'tlbbalance_vm_managed', vm=TAGGED,
+                 uuid=domains[TAGGED]) == 1
+    kind = fams['tlbbalance_vm_huge_coverage_ratio'].samples
+    assert [s for s in kind if s.labels['vm'] == TAGGED]
+    assert '(served as nobody)' in e.stderr()
 
 
 def test_libvirtd_restart_reconnects(host, domains, exporter):

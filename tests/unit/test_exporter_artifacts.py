@@ -160,9 +160,11 @@ def unit_exec_args():
 def test_systemd_unit_verifies_and_its_command_parses(tmp_path):
     text, argv, example = unit_exec_args()
     assert argv[:2] == ['/usr/local/bin/tlbbalance', 'exporter']
-    # the documented example options are real options of the command
-    args = cli.build_parser().parse_args(['exporter'] + example)
+    assert argv[-1] == '$TLBBALANCE_EXPORTER_ARGS'
+    # the command line with the documented example options parses
+    args = cli.build_parser().parse_args(argv[1:-1] + example)
     assert args.listen == '::' and args.web_config
+    assert args.user == 'nobody'
     # systemd-analyze wants the executable to exist: the installed one
     installed = (shutil.which('tlbbalance',
                               path=os.path.dirname(sys.executable))
@@ -180,6 +182,7 @@ def test_systemd_unit_verifies_and_its_command_parses(tmp_path):
 @pytest.mark.parametrize('key', ['NoNewPrivileges=yes',
                                  'ProtectSystem=strict',
                                  'CapabilityBoundingSet=CAP_SYS_PTRACE '
-                                 'CAP_DAC_READ_SEARCH'])
+                                 'CAP_DAC_READ_SEARCH CAP_SETUID '
+                                 'CAP_SETGID'])
 def test_systemd_unit_is_hardened(key):
     assert key in unit_exec_args()[0]

@@ -520,6 +520,8 @@ def run_cli(*args, timeout=60):
     (['--interval', '0'], "argument --interval: '0': expected a number"),
     (['--web-config', '/nonexistent/web.yml'],
      'web config /nonexistent/web.yml: No such file or directory'),
+    (['--user', 'no-such-user'], '--user no-such-user: no such user'),
+    (['--user', 'root'], '--user root: that is root'),
 ])
 def test_bad_options_give_a_clear_error_not_a_traceback(args, error):
     p = run_cli('--uri', 'test:///default', *args)
@@ -588,3 +590,47 @@ def test_300_idle_connections_under_a_256_file_limit(tmp_path):
         p.terminate()
         p.wait(10)
         err.close()
+
+
+def test_http_served_by_an_unprivileged_child():
+    """--user: the process that parses requests from the network runs as
+    that user; the collector stays root (it reads other users' /proc
+    and libvirt's socket). Ending the parent ends the child."""
+    assert os.geteuid() == 0, 'run as root, as the project tests do'
+    env = dict(os.environ, PYTHONPATH=TOP)
+    p = subprocess.Popen(
+        [sys.executable, '-m', 'nova_tlbbalance', 'exporter', '--port', '0',
+         '--user', 'nobody', '--interval', '0.2',
+         '--uri', 'qemu+unix:///system?socket=/nonexistent'],
+        stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = p.stderr.readline()
+        m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served as '
+                      r'nobody\)', line)
+        assert m, line
+        c = http.client.HTTPConnection(m.group(1), int(m.group(2)),
+                                       timeout=10)
+
+        def collections():
+            c.request('GET', '/metrics')
+            body = c.getresponse().read().decode()
+            got = re.search(r'^tlbbalance_collections_total (\S+)$', body,
+                            re.M)
+            return got and float(got.group(1)) >= 2
+        wait_until('two collections through the pipe', collections, 30,
+                   0.1)
+        c.close()
+        with open('/proc/%d/task/%d/children' % (p.pid, p.pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        assert len(kids) == 1, kids
+
+        def uid(pid):
+            with open('/proc/%d/status' % pid) as f:
+                line = [ln for ln in f if ln.startswith('Uid:')][0]
+            return {int(u) for u in line.split()[1:]}
+        assert uid(kids[0]) == {65534} and uid(p.pid) == {0}
+    finally:
+        p.terminate()
+        p.wait(10)
+    wait_until('the server child gone',
+               lambda: not os.path.exists('/proc/%d' % kids[0]), 10, 0.05)
