@@ -82,10 +82,16 @@ class Exporter:
         return self.log.read()
 
     def cpu_seconds(self):
-        with open('/proc/%d/stat' % self.proc.pid) as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf(
-            'SC_CLK_TCK')
+        """CPU time of the exporter and of its HTTP child (--user)."""
+        pid = self.proc.pid
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            pids = [pid] + [int(k) for k in f.read().split()]
+        total = 0
+        for p in pids:
+            with open('/proc/%d/stat' % p) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf('SC_CLK_TCK')
 
     def stop(self):
         self.proc.terminate()
@@ -205,6 +211,11 @@ def main():
     ap.add_argument('--concurrent', type=int, default=1000)
     ap.add_argument('--idle', type=int, default=300)
     ap.add_argument('--scrapes', type=int, default=50)
+    ap.add_argument('--bursts', type=int, default=3,
+                    help='rounds of concurrent scrapes (default 3)')
+    ap.add_argument('--user', default=None,
+                    help='run the exporter with --user USER (what the '
+                    'systemd unit does: HTTP in a child as that user)')
     args = ap.parse_args()
     # the client side of the concurrent scrapes and idle connections
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -230,8 +241,9 @@ def main():
         print('%d domains (%d untagged) started paused in %.1f s, load '
               'average %s' % (args.vms, n_untagged, time.monotonic() - t0,
                               _common.loadavg()), flush=True)
+        extra = ['--user', args.user] if args.user else []
         ex = Exporter(h, work, 'exporter',
-                      ['--interval', str(args.interval)])
+                      ['--interval', str(args.interval)] + extra)
         try:
             # the first collection, then one more (cached gpa2hva)
             end = time.monotonic() + 600
@@ -260,38 +272,39 @@ def main():
                   '(load %s)' % (summary(seq), _common.loadavg()),
                   flush=True)
 
-            counts = []
-            stop = threading.Event()
+            for round_ in range(args.bursts):
+                counts = []
+                stop = threading.Event()
 
-            def sample():
-                while not stop.is_set():
-                    c = libvirt_clients(h)
-                    if c is not None:
-                        counts.append(c)
-                    stop.wait(0.2)
-            before = libvirt_clients(h)
-            sampler = threading.Thread(target=sample)
-            sampler.start()
-            cpu0 = ex.cpu_seconds()
-            t0 = time.monotonic()
-            got = burst(ex.url, args.concurrent, work)
-            wall = time.monotonic() - t0
-            cpu = ex.cpu_seconds() - cpu0
-            stop.set()
-            sampler.join()
-            times = [t for c, t in got if c == 200]
-            _, text = scrape(ex)
-            print('2. %d concurrent scrapes (4 curl processes x %d in '
-                  'parallel): %d answered 200, %d not; %s; all done in '
-                  '%.2f s, exporter CPU %.2f s; libvirtd clients before '
-                  '%s, max during %s (n=%d samples; the exporter holds '
-                  'one); tlbbalance_libvirt_connections_total %d (load %s)'
-                  % (args.concurrent, args.concurrent // 4, len(times),
-                     args.concurrent - len(times),
-                     summary(times) if times else '-', wall, cpu, before,
-                     max(counts) if counts else '?', len(counts),
-                     metric(text, 'tlbbalance_libvirt_connections_total'),
-                     _common.loadavg()), flush=True)
+                def sample():
+                    while not stop.is_set():
+                        c = libvirt_clients(h)
+                        if c is not None:
+                            counts.append(c)
+                        stop.wait(0.2)
+                before = libvirt_clients(h)
+                sampler = threading.Thread(target=sample)
+                sampler.start()
+                cpu0 = ex.cpu_seconds()
+                t0 = time.monotonic()
+                got = burst(ex.url, args.concurrent, work)
+                wall = time.monotonic() - t0
+                cpu = ex.cpu_seconds() - cpu0
+                stop.set()
+                sampler.join()
+                times = [t for c, t in got if c == 200]
+                _, text = scrape(ex)
+                print('2.%d %d concurrent scrapes (4 curl processes x %d in '
+                      'parallel): %d answered 200, %d not; %s; all done in '
+                      '%.2f s, exporter CPU %.2f s; libvirtd clients before '
+                      '%s, max during %s (n=%d samples; the exporter holds '
+                      'one); tlbbalance_libvirt_connections_total %d (load %s)'
+                      % (round_ + 1, args.concurrent, args.concurrent // 4,
+                         len(times), args.concurrent - len(times),
+                         summary(times) if times else '-', wall, cpu, before,
+                         max(counts) if counts else '?', len(counts),
+                         metric(text, 'tlbbalance_libvirt_connections_total'),
+                         _common.loadavg()), flush=True)
 
             took, cpu, alive, _ = idle_figures(ex, args.idle)
             print('3. %d idle connections open: a scrape took %.1f ms; '
@@ -303,7 +316,7 @@ def main():
 
         # the same with a 256-file limit (the issue's setting)
         ex = Exporter(h, work, 'exporter-256',
-                      ['--interval', str(args.interval)],
+                      ['--interval', str(args.interval)] + extra,
                       prefix=['prlimit', '--nofile=256:256', '--'])
         try:
             end = time.monotonic() + 600
