@@ -126,6 +126,9 @@ def _ssl_context(tls, base, bad):
     for key in ('cert_file', 'key_file'):
         if not tls.get(key):
             raise bad('tls_server_config: %s is required' % key)
+    if not hasattr(asyncio.StreamWriter, 'start_tls'):
+        raise bad('tls_server_config: TLS needs Python >= 3.11 (this is '
+                  '%d.%d)' % sys.version_info[:2])
 
     def path(key):
         return os.path.join(base, str(tls[key]))
