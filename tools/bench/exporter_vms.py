@@ -82,10 +82,11 @@ class Exporter:
         return self.log.read()
 
     def cpu_seconds(self):
-        """CPU time of the exporter and of its HTTP child (--user)."""
+        """CPU time of the process serving HTTP: the exporter, or its
+        HTTP child with --user (the collector's CPU left out)."""
         pid = self.proc.pid
         with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
-            pids = [pid] + [int(k) for k in f.read().split()]
+            pids = [int(k) for k in f.read().split()] or [pid]
         total = 0
         for p in pids:
             with open('/proc/%d/stat' % p) as f:
