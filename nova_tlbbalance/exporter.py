@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics of the ``tlbbalance status`` data (prometheus_client).
 
 :class:`Collector` is a custom collector: every scrape asks its ``source``

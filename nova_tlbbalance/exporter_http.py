@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exporter's HTTP(S) server: scrapes served from the last collection.
 
 One asyncio event loop serves every connection: an idle or slow client

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance exporter``: Prometheus metrics of this host's VMs.
 
 A background thread collects every ``--interval`` seconds over one

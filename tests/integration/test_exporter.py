@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance exporter`` as a service under a real libvirtd (TCG domains).
 
 The real command, run inside the session libvirtd's namespace, collecting

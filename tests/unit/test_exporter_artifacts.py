@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What ships beside the exporter, checked with Prometheus's own tools.
 
 ``promtool`` (Debian's prometheus package, tools/ci/system-packages.txt)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exporter as a service: background collection over one libvirt
 connection, what it asks of QEMU, and its HTTP(S) server under real
 sockets.

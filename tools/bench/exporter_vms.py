@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: `tlbbalance exporter` over many running VMs (default 200).
 
 Real domains under a real libvirtd (private mount namespace, hook
