@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """verify's reasons and the exporter's text, from synthetic VM reports."""
 
 import copy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tlbbalance.ko for one kernel: the one build of the module for tests.
 
 The in-kernel tests (run-kernels.sh, through ``python3 -m kernels.boot
@@ -14,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -87,6 +89,61 @@ def cache_key(kernel, src=SOURCE):
     h.update(kernel.abi.encode() + b'\0' + _compiler_version(kernel) +
              ' '.join(make_args(kernel)).encode())
     return h.hexdigest()[:16]
+
+
+def package_version(src=SOURCE):
+    """dkms.conf's PACKAGE_VERSION: the module's version (Kbuild makes it
+    MODULE_VERSION)."""
+    path = os.path.join(src, 'dkms.conf')
+    with open(path) as f:
+        found = re.findall(r'^PACKAGE_VERSION="([^"]*)"$', f.read(), re.M)
+    if len(found) != 1:
+        raise ModuleBuildError('%s: %d PACKAGE_VERSION="..." lines, not 1'
+                               % (path, len(found)))
+    return found[0]
+
+
+def modinfo(ko):
+    """The key=value strings of ko's .modinfo section (what modinfo
+    prints), as {key: [values]}; a little-endian ELF64 module (x86_64,
+    arm64)."""
+    with open(ko, 'rb') as f:
+        elf = f.read()
+    if elf[:6] != b'\x7fELF\x02\x01':
+        raise ModuleBuildError('%s: not a little-endian ELF64 file' % ko)
+    shoff, = struct.unpack_from('<Q', elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from('<HHH', elf, 0x3a)
+
+    def section(i):
+        name, _, _, _, off, size = struct.unpack_from(
+            '<IIQQQQ', elf, shoff + i * shentsize)
+        return name, elf[off:off + size]
+
+    names = section(shstrndx)[1]
+    info = {}
+    for i in range(shnum):
+        name, data = section(i)
+        if names[name:names.index(b'\0', name)] == b'.modinfo':
+            for item in data.split(b'\0'):
+                key, sep, value = item.decode(errors='replace').partition(
+                    '=')
+                if sep:
+                    info.setdefault(key, []).append(value)
+    return info
+
+
+def check_version(ko, src=SOURCE):
+    """ko's MODULE_VERSION is dkms.conf's PACKAGE_VERSION, else raise. A
+    tree without dkms.conf is not checked (the real one does not build
+    without it: its Kbuild reads the version there)."""
+    if not os.path.exists(os.path.join(src, 'dkms.conf')):
+        return None
+    want = package_version(src)
+    got = modinfo(ko).get('version')
+    if got != [want]:
+        raise ModuleBuildError('%s: modinfo version %s, dkms.conf says %s'
+                               % (ko, got, want))
+    return want
 
 
 def _copy_sources(src, dest):
@@ -168,6 +225,7 @@ def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
         shutil.copy2(os.path.join(cached, 'build.log'), log)
         say('tlbbalance.ko unchanged since an earlier build: reused (%s)'
             % cached)
+        check_version(ko, src)
         return ko
     argv = ['make', '-C', build, '-j%d' % (jobs or os.cpu_count() or 1),
             'KDIR=' + kernel.headers, 'W=1'] + make_args(kernel)
@@ -189,5 +247,6 @@ def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
                                % (kernel.abi, log, '\n'.join(warnings)))
     if not os.path.exists(ko):
         raise ModuleBuildError('make succeeded but built no %s' % ko)
+    check_version(ko, src)
     _store(cached, ko, log)
     return ko
