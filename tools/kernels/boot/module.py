@@ -63,6 +63,11 @@ def make_args(kernel):
 
 
 def _compiler_version(kernel):
+    root = build_root(kernel)
+    if root:    # the root's compiler: the root as made (remade: rebuilt)
+        with open(os.path.join(root, '.complete'), 'rb') as f:
+            return f.read() + b'%d' % os.stat(
+                os.path.join(root, '.complete')).st_mtime
     cc = 'aarch64-linux-gnu-gcc' if kernel.arch == 'arm64' else 'gcc'
     try:
         return subprocess.run([cc, '--version'], stdout=subprocess.PIPE,
@@ -168,6 +173,34 @@ def _store(cached, ko, log):
         shutil.rmtree(old, ignore_errors=True)
 
 
+def build_root(kernel):
+    """The root fetch.sh named for building kernel's modules (the host
+    cannot run that kernel's kbuild: sid's 7.x), or None."""
+    try:
+        with open(os.path.join(kernel.dir, 'buildroot')) as f:
+            root = f.read().strip()
+    except OSError:
+        return None
+    if not os.path.isdir(os.path.join(root, 'usr')):
+        raise ModuleBuildError('%s/buildroot names %r, which is no root: '
+                               'rerun tools/kernels/fetch.sh %s'
+                               % (kernel.dir, root, kernel.line or ''))
+    return root
+
+
+def in_root(root, dirs, argv):
+    """argv run chrooted in root, in a private mount namespace where each
+    of dirs is bind-mounted at its own path (so paths need no rewriting),
+    and /proc and /dev are there for the compiler."""
+    binds = ' '.join(
+        'mkdir -p "$R%s" && mount --bind "%s" "$R%s" &&' % (d, d, d)
+        for d in dirs)
+    script = ('R="$1"; shift; %s mount -t proc proc "$R/proc" && '
+              'mount --rbind /dev "$R/dev" && exec chroot "$R" "$@"' % binds)
+    return ['unshare', '-m', '--propagation', 'private', 'sh', '-c', script,
+            'in-root', root] + argv
+
+
 def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
                  jobs=None, say=None):
     """tlbbalance.ko for kernel (a :class:`kernels.boot.Kernel`) in
@@ -196,6 +229,9 @@ def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
         return ko
     argv = ['make', '-C', build, '-j%d' % (jobs or os.cpu_count() or 1),
             'KDIR=' + kernel.headers, 'W=1'] + make_args(kernel)
+    root = build_root(kernel)
+    if root:
+        argv = in_root(root, [os.path.realpath(kernel.dir), build], argv)
     with open(log, 'w') as f:
         rc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL).returncode
