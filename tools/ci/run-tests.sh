@@ -5,13 +5,22 @@
 # up the test counts every suite printed.
 #
 # Environment:
-#   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order)
+#   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order;
+#               kmod-debug only when tools/ci/want-kmod-debug.sh says the
+#               change touches the module or the debug kernel)
+#   TLBB_KMOD_DEBUG=1/0  always/never add kmod-debug to the default list
 #   TLBB_LOGDIR where each env's full log goes (default: ./out/test-logs)
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
 envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb tempest"}
+# The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
+# run for every change to kernel-module/, not for every run, as its kernel
+# build from an empty cache does not fit the budget (docs/kernel-tests.md).
+if [ -z "${TLBB_ENVS:-}" ] && tools/ci/want-kmod-debug.sh; then
+	envs="${envs/kmod /kmod kmod-debug }"
+fi
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
@@ -22,6 +31,7 @@ mkdir -p "$logdir" "$cache"
 declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
+		  [kmod-debug]=4200
 		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800
 		  [tempest]=1800)
 
