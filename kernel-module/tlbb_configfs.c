@@ -140,7 +140,7 @@ static ssize_t tlbb_vm_vcpu_tids_show(struct config_item *item, char *page)
 		/* whole ids only, and room for the newline: one page */
 		m = scnprintf(id, sizeof(id), "%s%d", i ? " " : "",
 			      pid_vnr(vm->vcpus[i]));
-		if (n + m + 1 > TLBB_SHOW_MAX)
+		if (n + m + 1 > (ssize_t)TLBB_SHOW_MAX)
 			break;
 		memcpy(page + n, id, m);
 		n += m;

@@ -412,6 +412,21 @@ static void *vcpu_thread(void *arg)
 	return NULL;
 }
 
+/* Wait up to @ms until /proc has no thread @tid of this process. */
+static int thread_gone(pid_t tid, unsigned int ms)
+{
+	char path[64];
+	unsigned int t;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", getpid(), tid);
+	for (t = 0; t < ms; t += 5) {
+		if (access(path, F_OK) && errno == ENOENT)
+			return 1;
+		tlbb_msleep(5);
+	}
+	return 0;
+}
+
 static void test_exited_vcpu(char *p)
 {
 	pthread_t th;
@@ -434,6 +449,9 @@ static void test_exited_vcpu(char *p)
 	close(tid_pipe[1]);
 	pthread_join(th, NULL);
 	close(tid_pipe[0]);
+	/* joined is not gone yet: the tid is cleared before release_task() */
+	tap_require(thread_gone(tid_of_thread, 5000),
+		    "thread %d gone from /proc", tid_of_thread);
 	err = tlbb_set(VM_TID, "commit", "stage\n");
 	err = err ?: tlbb_set(VM_TID, "interval_ms", "30\n");
 	err = err ?: commit(VM_TID);
@@ -471,15 +489,16 @@ static void test_limiter_error(void)
 {
 	pid_t child;
 	char *p;
+	int ok;
 
 	tap_require(!tlbb_vm_create(VM_ERR), "mkdir vms/" VM_ERR);
 	tap_require(!tlbb_inject(VM_ERR, MCF_HUGE, MCF_SMALL), "inject");
 
 	p = stuck_region(getpid(), 31, NULL);
 	tap_require(!mprotect(p, len, PROT_READ | PROT_WRITE), "mprotect RW");
-	tap_ok(wait_status(VM_ERR, "limiter_stuck", 0, 5000) &&
-	       wait_status(VM_ERR, "limiter_error", 0, 2000),
-	       "accessible again and split: limiter_error %lld (want 0)",
+	ok = wait_status(VM_ERR, "limiter_stuck", 0, 5000) &&
+	     wait_status(VM_ERR, "limiter_error", 0, 2000);
+	tap_ok(ok, "accessible again and split: limiter_error %lld (want 0)",
 	       status_num(VM_ERR, "limiter_error"));
 	tlbb_set_mode(VM_ERR, TLBB_MODE_OFF);
 	thp_free(p, len);
@@ -496,16 +515,16 @@ static void test_limiter_error(void)
 
 	p = stuck_region(getpid(), 33, NULL);
 	thp_free(p, len);
-	tap_ok(wait_status(VM_ERR, "limiter_error", 0, 3000),
-	       "the region unmapped: limiter_error %lld (want 0)",
+	ok = wait_status(VM_ERR, "limiter_error", 0, 3000);
+	tap_ok(ok, "the region unmapped: limiter_error %lld (want 0)",
 	       status_num(VM_ERR, "limiter_error"));
 	tlbb_set_mode(VM_ERR, TLBB_MODE_OFF);
 
 	p = stuck_region(0, 34, &child);
 	reap(child);
-	tap_ok(wait_status(VM_ERR, "pid", 0, 3000) &&
-	       status_num(VM_ERR, "limiter_error") == 0,
-	       "the process exited: limiter_error %lld (want 0)",
+	ok = wait_status(VM_ERR, "pid", 0, 3000) &&
+	     status_num(VM_ERR, "limiter_error") == 0;
+	tap_ok(ok, "the process exited: limiter_error %lld (want 0)",
 	       status_num(VM_ERR, "limiter_error"));
 	thp_free(p, len);
 	tlbb_inject_off(VM_ERR);
@@ -536,7 +555,7 @@ static void test_tids_readback(void)
 	unsigned int i, n = 0, ok = 0, w;
 	size_t at = 0;
 	char *tok, *save;
-	int err;
+	int err, nl;
 
 	tap_require(!pipe(many_pipe), "pipe");
 	/* five-digit thread ids: more than a page of them */
@@ -571,15 +590,17 @@ static void test_tids_readback(void)
 	err = (int)file_read(tlbb_path(VM_MANY, "vcpu_tids"), buf, sizeof(buf));
 	tap_require(err > 0, "read vcpu_tids");
 	at = err;
-	if (buf[at - 1] == '\n') {
+	nl = buf[at - 1] == '\n';
+	if (nl) {
 		buf[at - 1] = 0;
 		for (tok = strtok_r(buf, " ", &save); tok;
 		     tok = strtok_r(NULL, " ", &save), n++)
 			ok += n < TLBB_MAX_VCPUS && atoi(tok) == tids[n];
 	}
-	tap_ok(at < 4096 && n > 0 && n < TLBB_MAX_VCPUS && ok == n,
-	       "vcpu_tids read back: %zu bytes, newline-terminated, %u whole ids, all the first ones registered (%u match)",
-	       at, n, ok);
+	tap_ok(at < 4096 && nl && n > 0 && n < TLBB_MAX_VCPUS && ok == n,
+	       "vcpu_tids read back: %zu bytes, %s, %u whole ids, all the first ones registered (%u match)",
+	       at, nl ? "newline-terminated" : "no newline at the end", n,
+	       ok);
 
 	close(many_pipe[1]);
 	for (i = 0; i < TLBB_MAX_VCPUS; i++)
