@@ -737,6 +737,7 @@ out:
 int tlbb_vm_stage(struct tlbb_vm *vm)
 {
 	struct tlbb_stage *st = kvzalloc(sizeof(*st), GFP_KERNEL), *old;
+	unsigned int n = 0;
 	int ret = 0;
 
 	if (!st)
@@ -746,9 +747,14 @@ int tlbb_vm_stage(struct tlbb_vm *vm)
 	old = tlbb_stage_mine(vm);
 	if (old) {
 		tlbb_stage_free(old);
-	} else if (tlbb_vm_nr_stages(vm) >= TLBB_MAX_STAGES) {
+	} else {
+		/* cancelled ones too: each holds its writer's memory */
+		list_for_each_entry(old, &vm->stages, node)
+			n++;
 		ret = -EBUSY;		/* that many writers at once */
-		goto out;
+		if (n >= TLBB_MAX_STAGES)
+			goto out;
+		ret = 0;
 	}
 	st->params = vm->params;
 	list_add_tail(&st->node, &vm->stages);
