@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libvirt access for the CLI and the exporter (never for the hook).
 
 libvirt-python, not ``virsh`` subprocesses: one connection serves every

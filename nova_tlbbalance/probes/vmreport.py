@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Everything ``tlbbalance status``/``verify``/``exporter`` know of a VM.
 
 :func:`host_facts` once per run, :func:`vm_report` per running domain;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The hook and the CLI against a real libvirtd and real QEMU (TCG).
 
 Every domain here is a tiny TCG guest with nothing bootable: QEMU still

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kernel-module/tests/check-log.py: a KTAP skip is counted and listed with
 its reason, never added to the passes (the in-guest tests print
 "ok N what # SKIP why" for a missing capability: no PMU, no /dev/kvm)."""

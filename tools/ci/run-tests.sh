@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: install what the tests need on a Debian bookworm machine, run
 # every tox environment, and end with one "N passed, N failed" line that adds
 # up the test counts every suite printed.
@@ -10,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 sim functional integration kmod kmod-arm64 e2e ansible tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb tempest"}
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
@@ -18,9 +19,11 @@ mkdir -p "$logdir" "$cache"
 # Per-env wall-clock cap (seconds), against a hang; a normal run of all
 # envs takes 40-50 minutes on 2 cores (kmod-arm64 7-15, ansible 12-15,
 # tempest 10-18 of it: with the kvm host and the SSH pass, docs/cloud.md).
-declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900 [sim]=1500
+declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
+		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [tempest]=1800)
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800
+		  [tempest]=1800)
 
 t0=$(date +%s)
 echo "== system packages"
