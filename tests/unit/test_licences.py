@@ -43,15 +43,13 @@ POLICY = (
 NOT_SOURCE = ('.ci/',)
 
 # Files other branches were rewriting when the headers were added (the
-# libvirt hook, the exporter, the Ansible role's scripts): they get their
+# libvirt hook, the Ansible role's scripts): they get their
 # header when those branches land, and leave this list then. The test
 # fails when one of them has its header and is still listed.
 AWAITING = {
     'ansible/roles/tlbbalance/files/tlbbalance-hugepages.sh',
     'ansible/roles/tlbbalance/files/tlbbalance-module.sh',
     'libvirt-hooks/tlbbalance',
-    'nova_tlbbalance/cli/exporter.py',
-    'nova_tlbbalance/exporter.py',
     'nova_tlbbalance/hook/__init__.py',
     'nova_tlbbalance/hook/common.py',
     'nova_tlbbalance/hook/config.py',
