@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How a test reaches a compute host: one small interface, two backends.
 
 ``HostAccess.run(argv)`` runs a command as root on the compute host and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The hook's phases over a temporary /proc, /sys, libvirt run dir and a
 directory tree standing in for the module's configfs.
 
@@ -102,8 +103,8 @@ def load_module(fake):
     d = fake.cfs / 'vms' / 'vm1'
     d.mkdir(parents=True)
     (fake.cfs / 'version').write_text('1\n')
-    for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status') + tuple(
-            x.name for x in module_defs.params()):
+    for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status',
+              'commit') + tuple(x.name for x in module_defs.params()):
         (d / a).write_text('')
     return d
 
