@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reconcile: make the kernel module's state match the running domains.
 
 What it does (``tlbbalance reconcile``, docs/cli.md; the hook's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance reconcile``: the module's registrations made to match the
 running domains (nova_tlbbalance.reconcile)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A compute host meets a flavor key of a newer release (docs/upgrade.md).
 
 During a rolling upgrade nova-api (validating extra specs) may be newer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance reconcile`` against a real libvirtd and real QEMU (TCG).
 
 The libvirt side is real: the running domains and their live XML come

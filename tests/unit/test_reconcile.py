@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.reconcile and ``tlbbalance reconcile``'s output, over a
 temporary /proc, libvirt run dir and a directory tree standing in for the
 module's configfs.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Release N-1 beside N: what each writes, the other reads
 (docs/upgrade.md).
 
