@@ -147,13 +147,29 @@ class TLBBalancePolicyInvalid(exception.InvalidInput):
 def instance_policy(instance):
     """The instance's Policy, or None when it is not managed.
 
+    A ``tlbbalance:*`` key this release does not know (a newer release's,
+    during a rolling upgrade: docs/upgrade.md) is logged and ignored; it
+    refuses the instance only when the policy is strict and the key is a
+    requirement (``tlbbalance:require_*``).
+
     Raises TLBBalancePolicyInvalid naming the bad keys.
     """
     try:
-        return Policy.from_extra_specs(instance.flavor.extra_specs,
-                                       tlbb_conf.defaults(CONF))
+        policy = Policy.from_extra_specs(instance.flavor.extra_specs,
+                                         tlbb_conf.defaults(CONF),
+                                         tolerant=True)
     except ValueError as exc:
         raise TLBBalancePolicyInvalid(reason=str(exc)) from None
+    if policy is None:
+        return None
+    for warning in policy.compat_warnings():
+        LOG.warning('tlbbalance: host %s: %s', CONF.host, warning,
+                    instance=instance)
+    refusal = policy.refusal()
+    if refusal:
+        raise TLBBalancePolicyInvalid(
+            reason='host %s: %s' % (CONF.host, refusal))
+    return policy
 
 
 def _under_policy(policy, step, error, what, otherwise, instance, log=True):

@@ -13,6 +13,18 @@ The format is fixed in ``docs/design/interfaces.md``::
 true, is left out), so the XML of a policy that does not use it is what
 readers older than the attribute accept.
 
+Compatibility across releases (``docs/upgrade.md``): the element may carry
+``version="K"``, the format it was written in (absent: 1). A writer writes
+the lowest format that holds the policy, so this release writes no
+``version`` at all (release 0.1.0 readers refuse any attribute they do not
+know). A reader meets names a newer release added (attributes, params,
+child elements, extra specs) as :class:`Unknown`: they are kept on the
+policy (:attr:`Policy.unknown`), the callers log
+:meth:`Policy.compat_warnings` and manage the VM with what they know, and
+refuse it (:meth:`Policy.refusal`) only when the policy is strict and an
+unknown name changes what strict guards: by the contract such names begin
+with ``require_`` (:data:`GUARDED_PREFIX`).
+
 Only the standard library is used here (the libvirt hook imports this module
 and must start fast). Bad input raises ValueError naming the culprit.
 """
@@ -30,6 +42,14 @@ PARAM_TAG = '{%s}param' % NS
 
 _ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict', 'prefault')
 _BOOLS = ('strict', 'prefault')
+VERSION_ATTR = 'version'
+
+# The policy metadata format this release reads in full; absent = 1.
+FORMAT = 1
+# A name a later release adds that changes what strict guards (a
+# requirement the start must meet or be refused) begins with this; every
+# other new name is advisory (docs/upgrade.md, "Names added later").
+GUARDED_PREFIX = 'require_'
 
 # Serialise with the documented prefix rather than ns0.
 ET.register_namespace(NS_PREFIX, NS)
@@ -37,6 +57,34 @@ ET.register_namespace(NS_PREFIX, NS)
 
 def _default(name):
     return es.BY_KEY['%s:%s' % (es.PREFIX, name)].default
+
+
+@dataclasses.dataclass(frozen=True)
+class Unknown:
+    """A part of a policy that a newer release wrote and this one does not
+    know: ``kind`` 'extra spec' (``name`` without the prefix),
+    'attribute', 'param', 'element' or 'version' (``name``: the number)."""
+
+    kind: str
+    name: str
+
+    @property
+    def guarded(self):
+        """Whether strict guards it (params tune the controller only)."""
+        return self.kind in ('extra spec', 'attribute') and \
+            self.name.startswith(GUARDED_PREFIX)
+
+    def __str__(self):
+        if self.kind == 'extra spec':
+            return 'extra spec %s:%s' % (es.PREFIX, self.name)
+        if self.kind == 'version':
+            return 'policy format version %s (this release reads %d)' % (
+                self.name, FORMAT)
+        if self.kind == 'element':
+            return 'element %s in <%s:policy>' % (self.name, NS_PREFIX)
+        if self.kind == 'param':
+            return 'parameter %s' % self.name
+        return 'attribute %s of <%s:policy>' % (self.name, NS_PREFIX)
 
 
 @dataclasses.dataclass
@@ -57,6 +105,11 @@ class Policy:
     # Controller tunables the flavor overrides: name -> int. Parameters not
     # named here keep the module's defaults.
     params: dict = dataclasses.field(default_factory=dict)
+    # What a newer release wrote and this one ignores (tuple of Unknown;
+    # not part of the policy's value: two policies that differ only here
+    # ask the same of this release).
+    unknown: tuple = dataclasses.field(default=(), compare=False,
+                                       repr=False)
 
     def __post_init__(self):
         # Canonicalise and check, so an invalid Policy cannot exist.
@@ -75,11 +128,44 @@ class Policy:
             checked[name] = es.spec('%s:%s' % (es.PREFIX, name)).parse(value)
         # Keep tlbb_params.def order: stable XML, stable comparisons.
         self.params = {n: checked[n] for n in es.PARAM_NAMES if n in checked}
+        self.unknown = tuple(self.unknown)
+
+    # -- newer releases (docs/upgrade.md) -----------------------------------
+
+    def compat_warnings(self):
+        """One line per unknown part: what a newer release wrote that this
+        one ignores, for the caller's log (empty when there is none). A
+        requirement a strict policy makes is :meth:`refusal`'s, not here."""
+        out = []
+        for u in self.unknown:
+            if u.kind == 'version':
+                out.append('the policy was written in format version %s; '
+                           'this release reads %d: what it does not know is '
+                           'ignored' % (u.name, FORMAT))
+            elif not (u.guarded and self.strict):
+                out.append('%s: not known to this release (a newer one '
+                           'wrote it?); ignored, the VM is managed with the '
+                           'rest of the policy%s'
+                           % (u, ' (a strict policy would be refused)'
+                              if u.guarded else ''))
+        return out
+
+    def refusal(self):
+        """Why this release must refuse the VM, or None: the policy is
+        strict and names a requirement (``require_*``) this release does
+        not know, so it cannot guard what strict asks."""
+        guarded = [str(u) for u in self.unknown if u.guarded]
+        if not (guarded and self.strict):
+            return None
+        return ('strict policy (%s:strict=true) requires %s, which this '
+                'release of tlbbalance does not know: refused (upgrade this '
+                'host, or set %s:strict=false to run without it)'
+                % (es.PREFIX, ', '.join(guarded), es.PREFIX))
 
     # -- flavor extra specs -------------------------------------------------
 
     @classmethod
-    def from_extra_specs(cls, extra_specs, defaults=None):
+    def from_extra_specs(cls, extra_specs, defaults=None, tolerant=False):
         """The policy a flavor's extra specs ask for, or None.
 
         ``extra_specs``: the flavor's extra specs (any mapping; keys other
@@ -90,6 +176,11 @@ class Policy:
         not set. A flavor without any ``tlbbalance:*`` key is managed only
         when ``defaults`` gives a ``mode``; otherwise None is returned
         (not managed).
+
+        ``tolerant``: a ``tlbbalance:*`` key this release does not know
+        (a newer release's, during a rolling upgrade) is kept in
+        :attr:`unknown` and ignored instead of being an error (the compute
+        driver; ``tlbbalance domain apply`` keeps it an error, a typo).
 
         Raises ValueError naming every bad key and its allowed values.
         """
@@ -103,7 +194,12 @@ class Policy:
         errors = []
         values = {}
         params = {}
+        unknown = []
         for key in sorted(merged):
+            if tolerant and key in tagged and key not in es.BY_KEY:
+                unknown.append(Unknown('extra spec',
+                                       key[len(es.PREFIX) + 1:]))
+                continue
             try:
                 spec = es.spec(key)
                 value = spec.parse(merged[key])
@@ -120,7 +216,7 @@ class Policy:
         for name in _BOOLS:
             if name in values:
                 values[name] = values[name] == 'true'
-        return cls(params=params, **values)
+        return cls(params=params, unknown=unknown, **values)
 
     def to_extra_specs(self):
         """The extra specs that give this policy (all policy keys)."""
@@ -166,19 +262,27 @@ class Policy:
 
     @classmethod
     def from_xml(cls, xml):
-        """Parse a ``<tlbbalance:policy>`` element (string or Element)."""
+        """Parse a ``<tlbbalance:policy>`` element (string or Element).
+
+        Attributes, params and child elements this release does not know
+        (a newer release's) are kept in :attr:`unknown`, not refused; a bad
+        value of a known one is a ValueError naming it.
+        """
         elem = _parse(xml, 'tlbbalance policy XML')
         if elem.tag != POLICY_TAG:
             raise ValueError('expected <%s:policy> in namespace %s, got %s'
                              % (NS_PREFIX, NS, shown(elem.tag)))
         where = '<%s:policy>' % NS_PREFIX
-        unknown = sorted(set(elem.attrib) - set(_ATTRS))
-        if unknown:
-            raise ValueError('%s: unknown attribute(s) %s; known: %s'
-                             % (where, ', '.join(shown(u) for u in unknown[:5])
-                                + (' and %d more' % (len(unknown) - 5)
-                                   if len(unknown) > 5 else ''),
-                                ', '.join(_ATTRS)))
+        unknown = []
+        version = elem.get(VERSION_ATTR, '1')
+        if not version.isdigit() or int(version) < 1:
+            raise ValueError('%s: attribute %s=%s is not a format version '
+                             '(1, 2, ...)' % (where, VERSION_ATTR,
+                                              shown(version)))
+        if int(version) > FORMAT:
+            unknown.append(Unknown('version', str(int(version))))
+        unknown += [Unknown('attribute', a) for a in sorted(
+            set(elem.attrib) - set(_ATTRS) - {VERSION_ATTR})]
         if 'mode' not in elem.attrib:
             raise ValueError('%s: attribute mode is missing' % where)
         values = {}
@@ -196,9 +300,9 @@ class Policy:
         params = {}
         for child in elem:
             if child.tag != PARAM_TAG:
-                raise ValueError('%s: unexpected child %s; only <%s:param> '
-                                 'is allowed'
-                                 % (where, shown(child.tag), NS_PREFIX))
+                unknown.append(Unknown('element', child.tag.replace(
+                    '{%s}' % NS, NS_PREFIX + ':')))
+                continue
             name = child.get('name')
             value = child.get('value')
             if name is None or value is None:
@@ -209,9 +313,12 @@ class Policy:
             if name in params:
                 raise ValueError('%s: parameter %s given twice'
                                  % (where, shown(name)))
+            if name not in es.PARAM_NAMES:
+                unknown.append(Unknown('param', name))
+                continue
             params[name] = value
         try:
-            return cls(params=params, **values)
+            return cls(params=params, unknown=unknown, **values)
         except ValueError as exc:
             raise ValueError('%s: %s' % (where, exc)) from None
 

@@ -15,6 +15,7 @@ COMMANDS = (
     'status',
     'verify',
     'domain',
+    'reconcile',
     'exporter',
     'simulate',
 )
@@ -44,7 +45,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser():
+def build_parser(only=None):
+    """The parser; ``only``: the one subcommand to add (the others' modules
+    are not imported: ``reconcile`` after a module load, on a busy node,
+    should not pay for ``status``'s and ``simulate``'s imports)."""
     parser = argparse.ArgumentParser(
         prog='tlbbalance',
         description='Huge pages that pay off for KVM guests: inspect, '
@@ -54,13 +58,15 @@ def build_parser():
                              "tlbbalance.ko's) and exit")
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (only,):
         importlib.import_module('%s.%s' % (__name__, name)).register(sub)
     return parser
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(only).parse_args(argv)
     return args.func(args)
 
 

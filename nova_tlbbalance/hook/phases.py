@@ -3,7 +3,9 @@
 prepare   hugetlbfs: free huge pages per host NUMA node; thp: host THP on
 started   find QEMU's pid, vCPU threads and guest RAM ranges, check
           alignment and TLBI scope, register with the module
-reconnect (libvirtd restarted) register again unless already registered
+reconnect (libvirtd restarted) register again when the module does not hold
+          the VM or holds it stale (another pid, mode or parameter);
+          never refuses: libvirt would kill the running QEMU
 
 (stopped/release are in :mod:`nova_tlbbalance.hook.teardown`, which needs
 none of the policy and probe imports.)
@@ -46,11 +48,23 @@ def run(name, op, sub, data, t0, conf=None, background=False):
     if pol is None:
         return 0
     extra = {'background': True} if background else {}
+    for warning in pol.compat_warnings():
+        # a newer release's name (docs/upgrade.md): managed without it
+        log('warning', 'domain %s: %s' % (shown(name), warning))
+    if pol.unknown:
+        extra['ignored'] = ' '.join(sorted(str(u) for u in pol.unknown))
     t1 = time.monotonic()
-    result, failed = bounded(config.timeout, HANDLERS[op], dom, pol, config,
-                             log, extra)
+    refusal = pol.refusal()
+    if refusal:
+        result, failed = 'failed: %s' % refusal, True
+    else:
+        result, failed = bounded(config.timeout, HANDLERS[op], dom, pol,
+                                 config, log, extra)
     extra['work_ms'] = _ms(t1)      # elapsed_ms minus this: imports
-    rc = 1 if failed and pol.strict else 0
+    # reconnect: the VM is running and libvirt kills its QEMU when the hook
+    # fails ("If the script fails, the existing QEMU process will be killed
+    # off", libvirt's hooks page): strict guards a start, never a running VM
+    rc = 1 if failed and pol.strict and op != 'reconnect' else 0
     if rc:
         sys.stderr.write('tlbbalance (strict policy) refuses domain %s: %s\n'
                          % (shown(name), clip(result)))
@@ -131,7 +145,8 @@ def started(dom, pol, config, log, extra, reconnect=False):
     extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
     for p in problems:
         log('warning', 'domain %s: %s' % (shown(dom.name), p))
-    if problems and pol.strict:
+    if problems and pol.strict and not reconnect:
+        # (at reconnect the VM runs already: registered, problems logged)
         raise Failure('; '.join(problems))
     client = modclient.Client(config.configfs)
     if not client.present():
@@ -149,18 +164,24 @@ def started(dom, pol, config, log, extra, reconnect=False):
         os.unlink(os.path.join(config.state_dir, 'module-absent-logged'))
     except OSError:
         pass
+    from nova_tlbbalance import reconcile
     vm = modclient.vm_dir_name(dom.name, dom.uuid)
-    if reconnect and client.exists(vm):
-        st = client.status(vm) or {}
-        if st.get('pid') == str(pid):
+    again = ''
+    if reconnect:
+        # libvirtd restarted: register when missing or stale (reconcile's
+        # test: pid, mode and the policy's parameters)
+        reasons = reconcile.stale(client, vm, pid, pol)
+        if reasons == []:
             return 'already registered as %s' % vm
+        again = ' (was stale: %s)' % '; '.join(reasons) if reasons else ''
+    warning = reconcile.interface_warning(client)
     try:
-        client.register(vm, pid, [t for _, t, _ in threads],
-                        [(r.hva, r.length, r.gpa) for r in ranges],
-                        mode=pol.mode, params=pol.params)
+        warnings = reconcile.register(client, vm, pid, threads, ranges, pol)
     except modclient.ModuleError as exc:
         raise Failure(str(exc)) from None
-    return 'registered as %s (mode %s)' % (vm, pol.mode) + (
+    for w in ([warning] if warning else []) + warnings:
+        log('warning', 'domain %s: %s' % (shown(dom.name), w))
+    return 'registered as %s (mode %s)' % (vm, pol.mode) + again + (
         '; %d problem(s)' % len(problems) if problems else '')
 
 

@@ -81,6 +81,10 @@ def vm_report(name, xml, host, roots, client, monitor=None,
     if tagged_only and not rep.managed:
         monitor = None
     if pol is not None:
+        # names of a newer release: managed without them (docs/upgrade.md)
+        rep.notes.extend(pol.compat_warnings())
+        if pol.refusal():
+            rep.errors.append(pol.refusal())
         rep.policy = records.PolicyView(
             mode=pol.mode, backing=pol.backing, tlbi_scope=pol.tlbi_scope,
             strict=pol.strict, params=dict(pol.params),

@@ -10,6 +10,7 @@ module says so: ``backend inject``, ``inject_enabled 1``).
 import contextlib
 import json
 import re
+import time
 
 import pytest
 
@@ -181,6 +182,56 @@ def test_misaligned_vm_is_reported_and_gets_no_huge_stage2(
         assert rep['e2e-memfd-aligned']['aligned'] is True, facts
         assert bad['pages_2m'] == 0 and bad['pages_4k'] > 0, facts
         assert good['pages_2m'] > 0, facts
+    finally:
+        for name in vms:
+            node.run('virsh -q destroy %s; virsh -q undefine %s'
+                     % (name, name), timeout=120)
+
+
+def test_module_reload_under_running_vms_then_reconcile(node, payload):
+    """The real module unloaded and loaded again with two managed VMs
+    running: ``tlbbalance reconcile`` registers both again (through the
+    staged commit) within 10 s of the load, the same QEMU processes, and
+    a second run changes nothing."""
+    vms = {'e2e-rec-a': {'mode': 'monitor', 'backing': 'thp'},
+           'e2e-rec-b': {'mode': 'balance', 'backing': 'thp',
+                         'samples': '6'}}
+    try:
+        for name, specs in vms.items():
+            scenario.start_vm(node, name, payload, specs=specs, mem_mib=64)
+        for name in vms:
+            scenario.wait_payload(node, name, timeout=300)
+        pids = {n: scenario.qemu_pid(node, n) for n in vms}
+        for name in vms:
+            assert scenario.module_status(node, name)['pid'] == \
+                str(pids[name])
+        for d in node.check('ls %s/vms' % scenario.CONFIGFS).split():
+            node.check('echo off > %s/vms/%s/mode; rmdir %s/vms/%s'
+                       % (scenario.CONFIGFS, d, scenario.CONFIGFS, d))
+        node.check('rmmod tlbbalance')
+        node.check('insmod %s %s' % (node.ko, node.module_params))
+        t0 = time.monotonic()
+        out = node.check('tlbbalance reconcile --json', timeout=120)
+        took = time.monotonic() - t0
+        doc = json.loads(out)
+        got = {o['domain']: o for o in doc['outcomes']}
+        print('module reloaded; reconcile registered %s in %.1f s (pids '
+              'before and after: %s)' % (sorted(vms), took, pids))
+        assert doc['errors'] == 0, doc
+        for name in vms:
+            assert got[name]['action'] == 'registered', doc
+            st = scenario.module_status(node, name)
+            assert st['pid'] == str(pids[name]), st
+            assert st['mode'] == vms[name]['mode'], st
+            assert scenario.qemu_pid(node, name) == pids[name]
+            assert node.check('cat %s/vms/%s/commit' % (
+                scenario.CONFIGFS, name)).split() == [
+                    'idle', 'last', '0', 'committed']
+        assert scenario.module_status(node, 'e2e-rec-b')['samples'] == '6'
+        assert took <= 10, 'reconcile took %.1f s' % took
+        again = json.loads(node.check('tlbbalance reconcile --json',
+                                      timeout=120))
+        assert (again['changed'], again['errors']) == (0, 0), again
     finally:
         for name in vms:
             node.run('virsh -q destroy %s; virsh -q undefine %s'

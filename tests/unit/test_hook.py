@@ -102,6 +102,7 @@ def load_module(fake):
     """Stand in for the module: the vms/ dir and vm1's attribute files."""
     d = fake.cfs / 'vms' / 'vm1'
     d.mkdir(parents=True)
+    (fake.cfs / 'version').write_text('1\n')
     for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status',
               'commit') + tuple(x.name for x in module_defs.params()):
         (d / a).write_text('')
@@ -580,3 +581,92 @@ def test_broken_installation_never_blocks_a_non_strict_vm(tmp_path):
                                 'TLBB_HOOK_CONF': os.devnull}, timeout=60)
         assert p.returncode == rc, p.stderr
         assert b'internal error in started begin (SyntaxError' in p.stderr
+
+
+# -- newer and older pieces (docs/upgrade.md), reconnect -------------------
+
+def test_newer_policy_attribute_is_managed_with_a_warning(fake, capsys):
+    d = load_module(fake)
+    newer = domain().replace(b'strict=', b'colour="red" strict=')
+    assert run('started', newer)[0] == 0
+    rec = fake.records()[-1]
+    assert rec['result'] == 'registered as vm1 (mode balance)', rec
+    assert 'colour' in rec['ignored']
+    assert (d / 'mode').read_text() == 'balance'
+    err = capsys.readouterr().err
+    assert "domain 'vm1': attribute colour of <tlbbalance:policy>: not " \
+        "known to this release" in err
+
+
+def test_strict_unknown_requirement_refuses_the_start(fake, capsys):
+    d = load_module(fake)
+    newer = domain(strict='true').replace(b'strict=',
+                                          b'require_numa="1" strict=')
+    for phase in ('prepare', 'started'):
+        assert run(phase, newer)[0] == 1
+        assert 'require_numa' in fake.records()[-1]['result']
+    assert 'refuses domain' in capsys.readouterr().err
+    assert (d / 'pid').read_text() == ''            # not registered
+    # not strict: warned, managed
+    lax = domain().replace(b'strict=', b'require_numa="1" strict=')
+    assert run('started', lax)[0] == 0
+    assert fake.records()[-1]['result'].startswith('registered')
+
+
+def test_reconnect_never_refuses_a_running_vm(fake, capsys):
+    # libvirt kills the QEMU of a domain whose reconnect hook fails: a
+    # strict VM whose registration fails keeps running
+    assert run('reconnect', domain(strict='true'))[0] == 0
+    rec = fake.records()[-1]
+    assert (rec['phase'], rec['rc']) == ('reconnect', 0)
+    assert 'not loaded' in rec['result'], rec
+
+
+def test_reconnect_registers_again_when_missing_or_stale(fake):
+    d = load_module(fake)
+    assert run('reconnect', domain())[0] == 0       # module held nothing
+    assert fake.records()[-1]['result'] == 'registered as vm1 (mode balance)'
+    assert run('reconnect', domain())[0] == 0
+    assert fake.records()[-1]['result'] == 'already registered as vm1'
+    (d / 'pid').write_text('999')                   # another QEMU's
+    (d / 'imbalance_threshold').write_text('40')
+    assert run('reconnect', domain())[0] == 0
+    result = fake.records()[-1]['result']
+    assert result.startswith('registered as vm1 (mode balance) (was stale: '
+                             'pid 999, QEMU is %d; ' % PID), result
+    assert 'imbalance_threshold 40, policy 25' in result
+    assert (d / 'pid').read_text() == str(PID)
+    assert (d / 'imbalance_threshold').read_text() == '25'
+
+
+def test_older_module_without_a_parameter_registers_without_it(fake,
+                                                               capsys):
+    d = load_module(fake)
+    (d / 'imbalance_threshold').unlink()
+    assert run('started', domain())[0] == 0
+    assert fake.records()[-1]['result'] == 'registered as vm1 (mode balance)'
+    assert 'no parameter imbalance_threshold (older than this client)' in \
+        capsys.readouterr().err
+    assert (d / 'mode').read_text() == 'balance'
+
+
+def test_newer_module_interface_is_used_with_a_warning(fake, capsys):
+    load_module(fake)
+    (fake.cfs / 'version').write_text('2\n')
+    assert run('started', domain())[0] == 0
+    assert fake.records()[-1]['result'] == 'registered as vm1 (mode balance)'
+    assert "interface version 2 is newer than this client's (1)" in \
+        capsys.readouterr().err
+
+
+def test_reconnect_registers_a_running_strict_vm_despite_its_problems(fake):
+    # started refuses it (test_misaligned); once it runs, libvirtd's
+    # restart registers it and logs the problem, as reconcile does
+    d = load_module(fake)
+    fake.maps((129, 127))
+    xml = domain(cells=(129, 127), strict='true')
+    assert run('reconnect', xml)[0] == 0
+    rec = fake.records()[-1]
+    assert rec['result'] == ('registered as vm1 (mode balance); '
+                             '1 problem(s)'), rec
+    assert (d / 'pid').read_text() == str(PID)
