@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/ci/want-kmod-debug.sh: CI runs tox -e kmod-debug (the in-kernel
 suite under the debug kernel) for every change to the module or to the
 debug kernel's build, and leaves it out otherwise (its kernel build from an

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # want-kmod-debug.sh: should this CI run include tox -e kmod-debug (the
 # in-kernel suite under the debug kernel, docs/kernel-tests.md)?  It is too
 # slow for every run from an empty cache (the kernel build alone takes tens
