@@ -5,7 +5,7 @@ The directory holding the file is trusted (root's /etc/libvirt/hooks,
 /etc/nova/provider_config, ...): what is not trusted is a name someone
 else may have planted in it. So nothing is written through a
 predictable name, and no symlink is followed, neither at the path nor
-at the temporary file (issue 24, item 5)."""
+at the temporary file."""
 
 import os
 import stat

@@ -257,8 +257,8 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads,
         if not hugepages:
             raise PolicyConflict(
                 'tlbbalance:backing=hugetlbfs needs hw:mem_page_size set to '
-                'a huge page size (large or a size above 4 KiB): the guest has no <hugepages> memory '
-                'backing')
+                'a huge page size (large or a size above 4 KiB): the guest '
+                'has no <hugepages> memory backing')
         _insert_ordered(membacking, 'nosharepages', _MEMBACKING_ORDER)
         return
     # thp

@@ -48,7 +48,7 @@ def test_thp_conflict_row_names_a_huge_page_size():
     """backing=thp is refused with hw:mem_page_size set to a huge page
     size only: `small` and 4 KiB sizes give no hugetlbfs backing and are
     accepted (tests/functional/test_boot_modes.py), so the table must
-    not say "(large or a size)" (issue 24, item 11)."""
+    not say "(large or a size)"."""
     text = extra_specs_doc.render()
     row, = [line for line in text.splitlines()
             if line.startswith('| `tlbbalance:backing=thp` with '

@@ -1,6 +1,6 @@
 """nova_tlbbalance.filewrite.write_if_changed on a real file system:
 what it writes, when it does not, and what a local user who can plant
-names in the target directory cannot make it do (issue 24, item 5)."""
+names in the target directory cannot make it do."""
 
 import os
 import stat
