@@ -31,6 +31,12 @@ def _same(path, text, mode):
         os.close(fd)
 
 
+def differs(path, text, mode):
+    """Whether :func:`write_if_changed` would write (a dry run: check
+    modes report it and change nothing)."""
+    return not _same(path, text, mode)
+
+
 def write_if_changed(path, text, mode):
     """Write text to path with permission bits mode, atomically, unless
     path already is a regular file holding exactly that text with those

@@ -735,3 +735,26 @@ def test_strict_policy_that_does_not_parse_fails_closed(fake, capsys):
                   tenant_named(domain()).replace(b'"balance"', b'"turbo"')):
         assert run('started', other)[0] == 0
         assert fake.records()[-1]['result'].startswith('bad policy: ')
+
+
+def test_install_check_writes_nothing_and_says_what_it_would(tmp_path,
+                                                             capsys):
+    """--check (Ansible's check mode): "would install" on a fresh host,
+    nothing written; "unchanged" once installed."""
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    conf = str(tmp_path / 'hook.conf')
+    argv = ['--dest', dest, '--python', sys.executable, '--config', conf,
+            '--timeout', '3']
+    assert install.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == (
+        'would install %s\nsettings would be written %s\n' % (dest, conf))
+    assert not os.path.exists(dest) and not os.path.exists(conf)
+    assert install.main(argv) == 0
+    capsys.readouterr()
+    assert install.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == 'unchanged %s\nsettings unchanged %s\n' \
+        % (dest, conf)
+    assert install.main(argv[:-1] + ['4', '--check']) == 0
+    assert capsys.readouterr().out == (
+        'unchanged %s\nsettings would be written %s\n' % (dest, conf))
+    assert 'timeout = 3\n' in open(conf).read()
