@@ -6,7 +6,8 @@ minus tempest.conf) connects with paramiko to Debian's sshd, started here
 in a private mount namespace (unshare) on 127.0.0.1 and a free port.
 That namespace sees its own /etc/passwd, /etc/shadow, /etc/group (the
 host's plus a user ``tempest``), /etc/sudoers (the rule from
-docs/tempest.md) and a tmpfs on /run and /dev/hugepages: the host's own
+docs/tempest.md, its hugetlbfs path changed to HUGE) and a tmpfs on
+/run (HUGE is in it): the host's own
 files and users are untouched, and everything goes when the sshd is
 killed. Root, sshd, ssh-keygen, unshare and sudo are needed
 (tools/ci/system-packages.txt).
@@ -35,6 +36,9 @@ USER = 'tempest'
 # sshd answers within a second here; 20 s at load 8
 READY_TIMEOUT = 30
 DOC_CLI = '/opt/nova/bin/tlbbalance'
+DOC_HUGE = '/dev/hugepages/'
+# the hugetlbfs mount stand-in, in the namespace's own /run
+HUGE = '/run/tlbb-hugepages/'
 
 
 def keygen(path):
@@ -100,7 +104,8 @@ class Sshd:
                     'Defaults secure_path="/usr/local/sbin:/usr/local/bin:'
                     '/usr/sbin:/usr/bin:/sbin:/bin"\n'
                     'root ALL=(ALL:ALL) ALL\n'
-                    + doc_sudo_rule().replace(DOC_CLI, cli))
+                    + doc_sudo_rule().replace(DOC_CLI, cli).replace(
+                        DOC_HUGE, HUGE))
         os.chmod(sudoers, 0o440)
         p = subprocess.run(['visudo', '-c', '-f', sudoers],
                            capture_output=True, text=True)
@@ -125,10 +130,8 @@ class Sshd:
         binds = ''.join('mount --bind %s/%s /etc/%s; ' % (etc, n, n)
                         for n in ('passwd', 'group', 'shadow', 'sudoers'))
         script = ('set -e; mount --make-rprivate /; %s'
-                  'mount -t tmpfs tmpfs /run; mkdir -p /run/sshd; '
-                  'mkdir -p /dev/hugepages; '
-                  'mount -t tmpfs tmpfs /dev/hugepages; '
-                  'exec %s -D -e -f %s' % (binds, SSHD, cfg))
+                  'mount -t tmpfs tmpfs /run; mkdir -p /run/sshd %s; '
+                  'exec %s -D -e -f %s' % (binds, HUGE, SSHD, cfg))
         self.log = open(os.path.join(work, 'sshd.log'), 'w')
         self.proc = subprocess.Popen(['unshare', '-m', 'sh', '-c', script],
                                      stdout=self.log, stderr=self.log)
@@ -243,7 +246,7 @@ def test_unknown_host_refused(sshd, home):
 
 
 DOMAIN = 'instance-0000002a'
-OCCUPY = '/dev/hugepages/tempest-occupy-8700de68-5f03-4b08-add1-b64dbaea62f9'
+OCCUPY = HUGE + 'tempest-occupy-8700de68-5f03-4b08-add1-b64dbaea62f9'
 
 
 class Recorder(access.SSHAccess):
@@ -318,8 +321,8 @@ def test_every_plugin_command_is_allowed_by_the_doc_rule(sshd):
     ['cli', 'status', '--json', '--uri', 'qemu:///system', '--all'],
     ['cli', 'domain', 'apply', DOMAIN],
     ['fallocate', '-l', '4K', '/etc/tempest-occupy-1'],
-    ['fallocate', '-l', '4K', '/dev/hugepages/../../etc/passwd'],
-    ['rm', '-f', '/dev/hugepages/tempest-occupy-1', '/etc/passwd'],
+    ['fallocate', '-l', '4K', HUGE + '../../etc/passwd'],
+    ['rm', '-f', HUGE + 'tempest-occupy-1', '/etc/passwd'],
     ['rm', '-rf', '/'],
     ['tee', '/etc/sudoers'],
     ['tee', '-a', '/sys/kernel/debug/tlbbalance/inject'],
@@ -333,7 +336,7 @@ def test_neighbours_of_the_plugin_commands_are_refused(sshd, argv):
 
 def test_allowed_commands_really_run_under_sudo(sshd):
     """Not just listed: the huge-page file commands run as root through
-    the rule (on the namespace's tmpfs at /dev/hugepages), and a
+    the rule (on the namespace's tmpfs, HUGE), and a
     command outside it is refused by sudo, not run."""
     known_file = os.path.join(sshd.work, 'known_hosts')
     with open(known_file, 'w') as f:
