@@ -91,6 +91,18 @@ class Recap:
         return '\n'.join(ln for ln in self.out.splitlines()
                          if ln.startswith(('changed:', 'TASK [')))
 
+    def changed_tasks(self, host):
+        """The names of the tasks (and handlers) that reported a change
+        on host, in order."""
+        out, task = [], None
+        for ln in self.out.splitlines():
+            m = re.match(r'(?:TASK|RUNNING HANDLER) \[(.*)\]', ln)
+            if m:
+                task = m.group(1)
+            elif re.match(r'changed: \[%s[\]\s]' % re.escape(host), ln):
+                out.append(task)
+        return out
+
     def summary(self, name):
         hosts = ', '.join('%s %.1f s' % kv for kv in sorted(
             self.times.items()))

@@ -53,8 +53,9 @@ HOOK_CONF = '/etc/tlbbalance/hook.conf'
 PROVIDER = '/etc/nova/provider_config/tlbbalance.yaml'
 RESTARTS = '/run/fleet-restarts'
 # One playbook run's bound: the slowest is a DKMS build inside the TCG
-# node (3-6 min at load average 8); the test as a whole stays under 15.
-RUN_TIMEOUT = 600
+# node (3-6 min at load average 8; the first run passed 600 s at load
+# average 22-25, seven sessions sharing two cores).
+RUN_TIMEOUT = 900
 STATE = {}
 
 
@@ -293,11 +294,16 @@ def test_2_second_run_changes_nothing(fleet, rollout):
         ok(res, host, changed=0)
         assert restarts(fleet, host) == before[host], host
     assert fleet.node.check('pgrep -x libvirtd').strip() == STATE['libvirtd']
-    # check mode agrees: nothing would change
+    # check mode agrees: nothing would change, but for the package on
+    # h1-h3: Ansible's pip module cannot tell in check mode when pip
+    # gets extra arguments (it says changed; docs/ansible.md)
     res = run(fleet, 'check mode, converged', check=True)
     assert res.rc == 0, res.out[-5000:]
-    for host in ALL:
-        ok(res, host, changed=0)
+    ok(res, 'qnode', changed=0)
+    for h in fleet.hosts:
+        assert res.changed_tasks(h.name) == [
+            "tlbbalance : Install the nova-tlbbalance package into nova's "
+            'Python'], (h.name, res.changed_lines())
 
 
 def test_3_drift_is_put_back(fleet, rollout):
