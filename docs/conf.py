@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx configuration of the nova-tlbbalance documentation (tox -e docs).
 
 The pages are Markdown (MyST); the release notes come from reno

@@ -87,3 +87,4 @@ MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Balance huge/small TLB groups of VMs by limiting THP");
 MODULE_AUTHOR("nova-tlbbalance");
 MODULE_SOFTDEP("pre: configfs");
+MODULE_VERSION(TLBB_VERSION);

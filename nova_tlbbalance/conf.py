@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``[tlbbalance]`` options of nova.conf (oslo.config).
 
 Registered on nova's CONF by :mod:`nova_tlbbalance.driver`; listed for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova compute driver: nova's libvirt driver plus the tlbbalance policy.
 
 Enable it on a compute host with::

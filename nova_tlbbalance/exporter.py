@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prometheus metrics of the ``tlbbalance status`` data (prometheus_client).
 
 :class:`Collector` is a custom collector: every scrape asks its ``source``
@@ -12,15 +13,30 @@ knows which report field becomes which metric:
 - :data:`STAT_METRICS`: the module's per-VM statistics, one entry per line
   of kernel-module/core/tlbb_stats.def (read through module_defs, which
   gives their help text and kind): the metric name, its type and the
-  factor from the module's unit to the base unit. ``str`` and ``cpulist``
-  stats are info metrics (``tlbbalance_<stat>_info{value="..."} 1``).
+  factor from the module's unit to the base unit. A text stat with a fixed
+  set of values (controller state, dominant group) is an enum-style gauge,
+  one series per possible value, 1 for the current one (a state change
+  moves a 1, it does not start a new series); CPU lists are counts of
+  CPUs; the counting backend, which changes only at registration, is an
+  info metric.
+
+Every VM series carries ``vm`` (the libvirt domain name) and ``uuid`` (the
+domain UUID, which nova sets to the instance UUID). :func:`self_families`
+adds the exporter's own: ``tlbbalance_up`` (libvirt answered the last
+collection), ``tlbbalance_build_info`` and the collection's duration, time
+and counts.
 
 Types follow Prometheus's conventions: what only grows is a counter
-(exposed with ``_total``), values are in base units (ratios 0-1, bytes).
-The renames this brought are listed in docs/cli.md.
+(exposed with ``_total``), values are in base units (ratios 0-1, bytes),
+and no name ends in a suffix Prometheus reserves (``_count``, ``_sum``,
+``_bucket``) for a metric that is not a histogram or summary. The renames
+this brought are listed in docs/cli.md.
 """
 
 import collections
+import gzip
+import struct
+import sys
 
 from prometheus_client import core
 from prometheus_client import exposition
@@ -31,6 +47,22 @@ from nova_tlbbalance import module_defs
 GAUGE = 'gauge'
 COUNTER = 'counter'
 INFO = 'info'
+ENUM = 'enum'       # a gauge, one series per value of ENUM_VALUES
+COUNT = 'count'     # a gauge: the number of CPUs of a cpulist stat
+
+VM_LABELS = ['vm', 'uuid']
+
+# The values an ENUM stat can take: (label name, values), as the module
+# prints them (kernel-module/core/tlbb_ctrl.c tlbb_state_name and
+# tlbb_group_name, kernel-module/tlbb_vm.c tlbb_vm_state_name; a unit
+# test reads them there). A value not listed (a newer module) is still
+# exported, as one more series.
+ENUM_VALUES = {
+    'state': ('state', ('idle', 'sustain', 'counting', 'lowering',
+                        'raising', 'forming', 'monitor', 'holding',
+                        'exited', 'off')),
+    'dominant': ('group', ('none', 'huge', 'small')),
+}
 
 Metric = collections.namedtuple('Metric', 'name type help value unit',
                                 defaults=('',))
@@ -149,20 +181,33 @@ STAT_METRICS = {
     'load': Stat('tlbbalance_load_ratio', GAUGE, 0.001,
                  'share of vCPU time estimated spent on refills in the '
                  'last tick, 0-1', 'ratio'),
-    'load_count': Stat('tlbbalance_load_count', GAUGE, 1, None),
+    # not _count: Prometheus reserves it for histograms and summaries
+    'load_count': Stat('tlbbalance_load_sustain_ticks', GAUGE, 1,
+                       'sustain counter C_L: ticks the load has stayed '
+                       'above its threshold'),
     'imbalance': Stat('tlbbalance_imbalance', GAUGE, 1, None),
-    'dominant': Stat('tlbbalance_dominant', INFO, None, None),
-    'state': Stat('tlbbalance_state', INFO, None, None),
+    'dominant': Stat('tlbbalance_dominant_group', ENUM, None,
+                     'TLB group with the higher per-entry refill rate '
+                     '(1 for the current one)'),
+    'state': Stat('tlbbalance_controller_state', ENUM, None,
+                  'controller state (1 for the current one)'),
     'splits': Stat('tlbbalance_splits', COUNTER, 1, None),
     'restores': Stat('tlbbalance_restores', COUNTER, 1, None),
     'ticks': Stat('tlbbalance_ticks', COUNTER, 1, None),
     'backend': Stat('tlbbalance_backend', INFO, None, None),
-    'cpus_allowed': Stat('tlbbalance_cpus_allowed', INFO, None, None),
-    'cpus_ran': Stat('tlbbalance_cpus_ran', INFO, None, None),
+    'cpus_allowed': Stat('tlbbalance_cpus_allowed', COUNT, None,
+                         "CPUs in the union of the vCPU threads' allowed "
+                         "CPUs (the TLBI scope DVMBM would use)"),
+    'cpus_ran': Stat('tlbbalance_cpus_ran', COUNT, None,
+                     'CPUs the vCPU threads were seen running on'),
 }
 
 
 def _family(name, typ, help_, labels, unit=''):
+    if typ == ENUM:
+        typ = GAUGE
+    if typ == COUNT:
+        typ = GAUGE
     if typ == COUNTER:
         return core.CounterMetricFamily(name, help_, labels=labels,
                                         unit=unit)
@@ -173,6 +218,12 @@ def _family(name, typ, help_, labels, unit=''):
 
 def _number(text, kind, scale):
     """A module stat's text as a number in the base unit, or None."""
+    if kind == 'cpulist':
+        from nova_tlbbalance.probes import domxml
+        try:
+            return len(domxml.parse_cpuset(text)) if text.strip() else 0
+        except (ValueError, AttributeError):
+            return None
     try:
         value = float(text) if kind == 'milli' else int(text)
     except (TypeError, ValueError):
@@ -195,6 +246,10 @@ def stat_metrics():
     return out
 
 
+def _vm_labels(rep):
+    return [rep.name, rep.uuid or '']
+
+
 def families(host, reps, verdicts=None):
     """The metric families for ``host`` facts, VM reports and verify's
     ``{vm name: [reasons]}``."""
@@ -209,38 +264,48 @@ def families(host, reps, verdicts=None):
     for m in VM_METRICS:
         extra = EXTRA_LABEL.get(m.name)
         fam = _family(m.name, m.type, m.help,
-                      ['vm', extra] if extra else ['vm'], m.unit)
+                      VM_LABELS + [extra] if extra else VM_LABELS, m.unit)
         for rep in reps:
             value = m.value(rep)
             if value is None:
                 continue
             if extra:
                 for key, v in sorted(value.items()):
-                    fam.add_metric([rep.name, key], v)
+                    fam.add_metric(_vm_labels(rep) + [key], v)
             else:
-                fam.add_metric([rep.name], value)
+                fam.add_metric(_vm_labels(rep), value)
         out.append(fam)
 
     fam = _family(VERIFY_METRIC.name, VERIFY_METRIC.type, VERIFY_METRIC.help,
-                  ['vm'])
+                  VM_LABELS)
     for rep in reps:
         if verdicts is not None and rep.name in verdicts:
-            fam.add_metric([rep.name], len(verdicts[rep.name]))
+            fam.add_metric(_vm_labels(rep), len(verdicts[rep.name]))
     out.append(fam)
 
-    statuses = [(rep.name, _module_status(rep)) for rep in reps]
+    statuses = [(_vm_labels(rep), _module_status(rep)) for rep in reps]
     for stat, sm in stat_metrics():
-        fam = _family(sm.name, sm.type, sm.help or stat.help, ['vm'],
+        if sm.type == ENUM:
+            label, values = ENUM_VALUES[stat.name]
+            labels = VM_LABELS + [label]
+        else:
+            labels = VM_LABELS
+        fam = _family(sm.name, sm.type, sm.help or stat.help, labels,
                       sm.unit)
         for vm, st in statuses:
             if not st or stat.name not in st:
                 continue
             if sm.type == INFO:
-                fam.add_metric([vm], {'value': st[stat.name]})
+                fam.add_metric(vm, {'value': st[stat.name]})
+                continue
+            if sm.type == ENUM:
+                now = st[stat.name]
+                for v in values + (() if now in values else (now,)):
+                    fam.add_metric(vm + [v], int(v == now))
                 continue
             value = _number(st[stat.name], stat.kind, sm.scale)
             if value is not None:
-                fam.add_metric([vm], value)
+                fam.add_metric(vm, value)
         out.append(fam)
     return [fam for fam in out if fam.samples]
 
@@ -252,21 +317,76 @@ def _module_status(rep):
     return mod.status
 
 
-class Collector(prom_registry.Collector):
-    """Collects afresh on every scrape: ``source()`` returns
-    ``(host, reports, verdicts)``."""
+SelfState = collections.namedtuple(
+    'SelfState', 'up version libvirt_version duration timestamp '
+    'collections failures connections monitor_commands error',
+    defaults=(None, None, 0.0, 0.0, 0, 0, 0, 0, None))
+SelfState.__doc__ = """The exporter's own state after a collection:
+``up`` (libvirt answered), build ``version``, ``libvirt_version``, the
+collection's ``duration`` (s) and end ``timestamp`` (Unix s), and counts
+since start: ``collections``, ``failures`` (libvirt unreachable),
+libvirt ``connections`` opened, QEMU ``monitor_commands`` sent."""
 
-    def __init__(self, source):
-        self.source = source
+
+def self_families(state):
+    """tlbbalance_up, tlbbalance_build_info and the collection's own
+    metrics: what a scrape has even while libvirt is down."""
+    fams = []
+
+    def gauge(name, help_, value, unit=''):
+        fam = core.GaugeMetricFamily(name, help_, unit=unit)
+        fam.add_metric([], value)
+        fams.append(fam)
+
+    def counter(name, help_, value):
+        fam = core.CounterMetricFamily(name, help_)
+        fam.add_metric([], value)
+        fams.append(fam)
+    gauge('tlbbalance_up', 'libvirt answered the last collection (1), '
+          'or it could not be reached (0)', int(bool(state.up)))
+    info = core.GaugeMetricFamily(
+        'tlbbalance_build_info', 'the exporter\'s version and the '
+        'libvirtd it talks to (always 1)',
+        labels=['version', 'libvirt_version', 'python_version'])
+    info.add_metric([state.version or 'unknown',
+                     state.libvirt_version or '',
+                     '%d.%d.%d' % tuple(sys.version_info[:3])],
+                    1)
+    fams.append(info)
+    gauge('tlbbalance_collection_duration_seconds',
+          'how long the last collection took', state.duration)
+    gauge('tlbbalance_last_collection_timestamp_seconds',
+          'when the last collection ended (Unix time)', state.timestamp)
+    counter('tlbbalance_collections', 'collections run',
+            state.collections)
+    counter('tlbbalance_collection_failures',
+            'collections that could not reach libvirt', state.failures)
+    counter('tlbbalance_libvirt_connections',
+            'libvirt connections opened (one, then one per reconnect)',
+            state.connections)
+    counter('tlbbalance_monitor_commands',
+            'QEMU monitor commands sent (never to an untagged domain; to a '
+            'tagged one at most once per RAM range per VM start)',
+            state.monitor_commands)
+    return fams
+
+
+class _Static(prom_registry.Collector):
+    def __init__(self, fams):
+        self.fams = fams
 
     def collect(self):
-        return iter(families(*self.source()))
+        return iter(self.fams)
 
 
 def registry(source):
-    """A registry holding only our collector (no process/GC metrics)."""
+    """A registry holding only our collector (no process/GC metrics);
+    ``source()`` returns ``(host, reports, verdicts)``."""
+    class Fresh(prom_registry.Collector):
+        def collect(self):
+            return iter(families(*source()))
     reg = prom_registry.CollectorRegistry(auto_describe=False)
-    reg.register(Collector(source))
+    reg.register(Fresh())
     return reg
 
 
@@ -274,3 +394,238 @@ def render(host, reps, verdicts=None):
     """The text exposition format (0.0.4) for one set of data."""
     return exposition.generate_latest(
         registry(lambda: (host, reps, verdicts))).decode()
+
+
+TEXT = 'text/plain; version=0.0.4; charset=utf-8'
+OPENMETRICS = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
+
+
+class Snapshot:
+    """One collection rendered once, in both formats, plain and gzipped:
+    what every scrape until the next collection is served from."""
+
+    KEYS = ((TEXT, False), (TEXT, True), (OPENMETRICS, False),
+            (OPENMETRICS, True))
+
+    def __init__(self, fams, timestamp, bodies=None):
+        self.timestamp = timestamp
+        if bodies is not None:
+            self.bodies = dict(zip(self.KEYS, bodies))
+            return
+        from prometheus_client.openmetrics import exposition as om
+        reg = prom_registry.CollectorRegistry(auto_describe=False)
+        reg.register(_Static(fams))
+        self.bodies = {}
+        for ctype, gen in ((TEXT, exposition.generate_latest),
+                           (OPENMETRICS, om.generate_latest)):
+            body = gen(reg)
+            self.bodies[(ctype, False)] = body
+            self.bodies[(ctype, True)] = gzip.compress(body, 6, mtime=0)
+
+    def to_bytes(self):
+        """One frame for :meth:`read_from`: the four bodies, each after
+        its length (8 bytes, big-endian)."""
+        out = [struct.pack('>d', self.timestamp)]
+        for key in self.KEYS:
+            out += [struct.pack('>Q', len(self.bodies[key])),
+                    self.bodies[key]]
+        return b''.join(out)
+
+    @classmethod
+    def read_from(cls, f):
+        """The next frame of the binary file ``f``, or None at its end."""
+        head = f.read(8)
+        if len(head) < 8:
+            return None
+        bodies = []
+        for _ in cls.KEYS:
+            size = f.read(8)
+            if len(size) < 8:
+                return None
+            body = f.read(struct.unpack('>Q', size)[0])
+            bodies.append(body)
+        return cls(None, struct.unpack('>d', head)[0], bodies)
+
+    def body(self, openmetrics=False, compressed=False):
+        """(content type, bytes)."""
+        ctype = OPENMETRICS if openmetrics else TEXT
+        return ctype, self.bodies[(ctype, compressed)]
+
+    def text(self):
+        return self.bodies[(TEXT, False)].decode()
+
+
+def build_version():
+    from importlib import metadata
+    try:
+        return metadata.version('nova-tlbbalance')
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class CachedMonitor:
+    """The QEMU monitor as the exporter may use it, for a tagged domain:
+    each gpa2hva answer is asked once per VM start (the domain's UUID and
+    libvirt ID: a new ID at every start) and kept; KVM's statistics come
+    from libvirt's domain statistics, never from a monitor query at every
+    collection."""
+
+    def __init__(self, poller, dom):
+        self.poller = poller
+        self.dom = dom
+        self.key = (dom.UUIDString(), dom.ID())
+
+    def gpa2hva(self, gpa):
+        cache = self.poller.gpa2hva_cache
+        key = self.key + (gpa,)
+        if key not in cache:
+            self.poller.count_monitor_command()
+            cache[key] = self.poller.conn.monitor(self.dom).gpa2hva(gpa)
+        return cache[key]
+
+    def vm_stats(self):
+        raise RuntimeError(
+            'not asked: this libvirt has no domain VM statistics (virsh '
+            'domstats --vm, libvirt >= 8.9), and the exporter sends no '
+            'query-stats monitor command at every collection')
+
+
+class Poller:
+    """Collects in a background thread every ``interval`` seconds over one
+    long-lived libvirt connection (opened again after a failure) and keeps
+    the last :class:`Snapshot`; scrapes read :attr:`snapshot` and never
+    wait for libvirt.
+
+    ``gather(conn, host)`` returns ``(reports, verdicts)`` using ``conn``;
+    ``host_facts()`` the host facts (read even while libvirt is down);
+    ``connect()`` opens a libvirt_conn.Connection."""
+
+    def __init__(self, gather, host_facts, connect, interval=15.0,
+                 clock=None):
+        import threading
+        import time
+        self.gather = gather
+        self.host_facts = host_facts
+        self.connect = connect
+        self.interval = interval
+        self.clock = clock or time.time
+        self.conn = None
+        self.snapshot = None
+        self.state = SelfState(up=False, version=build_version())
+        self.gpa2hva_cache = {}
+        self._lock = threading.Lock()
+        self._monitor_commands = 0
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self._thread = None
+
+    def count_monitor_command(self):
+        with self._lock:
+            self._monitor_commands += 1
+
+    def monitor_for(self, dom):
+        return CachedMonitor(self, dom)
+
+    def _connection(self):
+        if self.conn is not None and not self.conn.alive():
+            self._drop()
+        if self.conn is None:
+            self.conn = self.connect()
+            self.state = self.state._replace(
+                connections=self.state.connections + 1,
+                libvirt_version=self.conn.version())
+        return self.conn
+
+    def _drop(self):
+        conn, self.conn = self.conn, None
+        self.gpa2hva_cache.clear()
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:   # already broken: nothing to close
+                pass
+
+    def collect_once(self):
+        """One collection; returns the new :class:`Snapshot`."""
+        import time
+        from nova_tlbbalance.probes import libvirt_conn
+        t0 = time.monotonic()
+        fams = []
+        error = None
+        try:
+            host = self.host_facts()
+        except Exception as exc:
+            host, error = None, 'host facts: %s' % exc
+        reps, verdicts, up = [], {}, False
+        if host is not None:
+            try:
+                reps, verdicts = self.gather(self._connection(), host)
+                up = True
+            except libvirt_conn.LibvirtUnavailable as exc:
+                error = str(exc)
+                self._drop()
+            except Exception as exc:
+                # a libvirtError mid-collection: when libvirtd went away
+                # (restarted) the next collection opens a new connection
+                error = 'collection: %s' % exc
+                conn = self.conn
+                if conn is not None and (
+                        isinstance(exc, getattr(getattr(conn, 'libvirt',
+                                                        None),
+                                                'libvirtError', ()))
+                        or not conn.alive()):
+                    self._drop()
+        if up:
+            live = {r.uuid for r in reps}
+            for key in list(self.gpa2hva_cache):
+                if key[0] not in live:
+                    del self.gpa2hva_cache[key]
+        if host is not None:
+            fams = families(host, reps, verdicts)
+        st = self.state
+        with self._lock:
+            monitor = self._monitor_commands
+        self.state = st._replace(
+            up=up, duration=time.monotonic() - t0, timestamp=self.clock(),
+            collections=st.collections + 1,
+            failures=st.failures + (not up), monitor_commands=monitor,
+            error=error)
+        snap = Snapshot(self_families(self.state) + fams,
+                        self.state.timestamp)
+        self.snapshot = snap
+        self.ready.set()
+        return snap
+
+    def step(self):
+        """One collection, its error (if any) said on stderr."""
+        try:
+            self.collect_once()
+            err = self.state.error
+            if err:
+                sys.stderr.write('tlbbalance exporter: %s\n' % err)
+                sys.stderr.flush()
+        except Exception as exc:    # a bug: say it, keep serving
+            sys.stderr.write('tlbbalance exporter: collection failed: '
+                             '%r\n' % exc)
+            sys.stderr.flush()
+
+    def wait(self):
+        """Sleep until the next collection; True when stopped."""
+        return self._stop.wait(self.interval)
+
+    def run(self):
+        while not self._stop.is_set():
+            self.step()
+            self.wait()
+
+    def start(self):
+        import threading
+        self._thread = threading.Thread(target=self.run, daemon=True,
+                                        name='tlbbalance-collector')
+        self._thread.start()
+
+    def stop(self, timeout=30):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._drop()

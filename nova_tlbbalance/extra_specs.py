@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one table of ``tlbbalance:*`` flavor extra specs.
 
 Everything about the extra specs is derived from :data:`SPECS`: nova-api's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Write ``docs/extra-specs.md`` from the extra-spec table.
 
     python -m nova_tlbbalance.extra_specs_doc [OUTPUT]   (default: stdout)

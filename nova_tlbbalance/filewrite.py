@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Write a file only when it changes (standard library only: the hook
 installer and the provider config generator use it).
 

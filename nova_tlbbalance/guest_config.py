@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Add a tlbbalance policy's settings to a libvirt domain XML.
 
 One code path for the nova driver plugin (:mod:`nova_tlbbalance.driver`,

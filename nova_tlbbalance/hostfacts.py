@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host's facts, each read in one place (stdlib only).
 
 The driver decides with these, the libvirt hook and ``tlbbalance status`` /

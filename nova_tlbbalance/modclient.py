@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Client for the kernel module's configfs interface.
 
 The interface is documented in ``docs/kernel-module.md`` (section

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kernel module's tunables, statistics, limits and modes, read from
 their one source.
 

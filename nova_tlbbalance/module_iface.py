@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kernel module's interface limits and mode names, from their one
 source: ``kernel-module/core/tlbb_limits.def`` and ``tlbb_modes.def``
 (tlbb.h builds its constants and ``enum tlbb_mode`` from the same lines),

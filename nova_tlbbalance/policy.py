@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A VM's tlbbalance policy and its libvirt ``<metadata>`` form.
 
 The format is fixed in ``docs/design/interfaces.md``::

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the host must offer before a tagged guest starts.
 
 The strict-precondition part of :mod:`nova_tlbbalance.rules` (its

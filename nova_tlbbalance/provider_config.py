@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova's provider config file with this host's tlbbalance traits.
 
 ``python3 -m nova_tlbbalance.provider_config [--output FILE]`` writes (or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rules a tagged guest is judged by, each finding in one wording.
 
 Three judgments, whoever asks:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How much of an untrusted value goes into a message or a log line.
 
 A domain's XML, a flavor's extra specs and a configfs value come from

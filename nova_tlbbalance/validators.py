@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova-api validators for the ``tlbbalance:*`` flavor extra specs.
 
 Loaded by nova through the ``nova.api.extra_spec_validators`` entry point;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One bounded poll: ``wait_until(what, probe, timeout, interval)``.
 
 Used by the tools (tools/cloud, tools/node, tools/libvirthost.py), the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host side of the tempest plugin, without tempest: what a test asks
 a compute host (:class:`HostAccess`) and the two ways to reach it.
 :mod:`tlbbalance_tempest_plugin.hosts` builds them from tempest.conf;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``[tlbbalance]`` group of tempest.conf."""
 
 from oslo_config import cfg

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How a test reaches a compute host: one small interface, two backends
 (:mod:`tlbbalance_tempest_plugin.access`), built from tempest.conf here.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Registered as ``tempest.test_plugins = tlbbalance`` (setup.cfg)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One command on a compute host over SSH, the host's key checked.
 
 paramiko only (tempest's own dependency); no tempest import, so the host

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """This checkout's root on sys.path: the tools import nova_tlbbalance (its
 standard-library helpers, e.g. ``nova_tlbbalance.wait``) from the tree
 they belong to, from any cwd, whether or not the package is installed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Every reference in the tree resolves inside the repository.
 
     python3 tools/check_references.py [TOP]     (default: this checkout)

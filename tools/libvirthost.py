@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A private virtlogd + libvirtd for tests and tools (root, this host).
 
 Used by tests/integration, tools/bench and anything else that needs a real

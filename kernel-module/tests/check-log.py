@@ -11,10 +11,16 @@ and listed with its reason.  Adds the harness's own checks, each one line:
   - every test that began also ended (no hang or panic in the middle),
   - the guest printed its summary and it agrees with the host's count,
   - QEMU ended through isa-debug-exit with the guest's verdict (33 = pass),
-  - the kernel log holds no BUG/WARNING/Oops/KASAN/panic/Call Trace line.
+  - the kernel log holds no BUG/WARNING/Oops/KASAN/panic/Call Trace line,
+    nor a debug checker's report (lockdep, KFENCE, DEBUG_VM, atomic
+    sleep), whatever its prefix,
+  - for a debug kernel (a label ending in "-debug", built by
+    tools/kernels/build-debug.sh): KASAN, lockdep and KFENCE said at boot
+    that they were on (0 reports from a checker that is off prove nothing).
 Prints "# <label>: N skipped" and one "# <label>: SKIP <test>: <what>:
-<why>" line per skip, then "<label>: N passed, N failed" last; exits 1 on
-any failure.
+<why>" line per skip, "# <label>: checker reports: KASAN N, ..." (each
+report counted once, though the live console and the final dmesg dump both
+show it), then "<label>: N passed, N failed" last; exits 1 on any failure.
 """
 
 import re
@@ -23,7 +29,44 @@ import sys
 BAD = re.compile(r'BUG:|WARNING:|Oops|KASAN|UBSAN|Kernel panic|Call Trace|'
                  r'general protection fault|kernel BUG|'
                  r'rcu: INFO: .*detected stalls|INFO: task .* blocked for|'
-                 r'unreferenced object|Unable to handle kernel')
+                 r'unreferenced object|Unable to handle kernel|'
+                 # Debug kernels' reports, also when a line comes without
+                 # its "BUG:"/"WARNING:" header (cut by the ring buffer).
+                 r'possible (circular|recursive) locking|'
+                 r'inconsistent lock state|suspicious RCU usage|'
+                 r'trying to register non-static key|'
+                 r'locking correctness validator|lockdep is turned off|'
+                 r'sleeping function called from invalid context|'
+                 r'page dumped because|Bad page|Bad rss-counter|KFENCE')
+# The debug checkers' report headers, by checker (each header once a
+# report).
+REPORTS = (
+    ('KASAN', re.compile(r'BUG: KASAN:')),
+    ('KFENCE', re.compile(r'BUG: KFENCE:')),
+    ('lockdep', re.compile(
+        r'WARNING: (possible (circular|recursive) locking|'
+        r'inconsistent lock state|possible irq lock inversion|'
+        r'\S+-safe -> \S+-unsafe lock order|bad unlock balance|'
+        r'bad contention|held lock freed|lock held when returning|'
+        r'Nested lock was not taken|suspicious RCU usage|'
+        r'.* still has locks held)|'
+        r'INFO: trying to register non-static key|BUG: MAX_LOCK|'
+        r'turning off the locking correctness validator')),
+    ('DEBUG_VM', re.compile(r'page dumped because|BUG: Bad page|'
+                            r'Bad rss-counter|kernel BUG at mm/|'
+                            r'WARNING: .* at mm/')),
+    ('atomic-sleep', re.compile(
+        r'BUG: sleeping function called from invalid context|'
+        r'BUG: scheduling while atomic')),
+    ('preempt', re.compile(r'BUG: using (__)?\S*smp_processor_id\(\) in '
+                           r'preemptible|BUG: using __this_cpu')),
+)
+# What a debug kernel prints at boot when its checkers are on.
+CHECKERS_ON = (
+    ('KASAN', 'KernelAddressSanitizer initialized'),
+    ('lockdep', 'Lock dependency validator'),
+    ('KFENCE', 'kfence: initialized'),
+)
 BEGIN = re.compile(r'^TLBB-TEST-BEGIN (\S+)')
 END = re.compile(r'^TLBB-TEST-END (\S+) rc=(\d+) ok=(\d+) notok=(\d+)'
                  r'(?: secs=(\d+))?(?: skip=(\d+))?')
@@ -48,9 +91,13 @@ def main():
     guest = None
     bad = []
     skips = []
+    reports = {kind: set() for kind, _ in REPORTS}
     for ln in lines:
         if BAD.search(ln):
             bad.append(ln)
+            for kind, pattern in REPORTS:
+                if pattern.search(ln):
+                    reports[kind].add(ln)
         m = BEGIN.match(ln)
         if m:
             current = m.group(1)
@@ -110,6 +157,14 @@ def main():
             'Call Trace (%d bad lines)' % len(bad))
     for ln in bad[:20]:
         print('#   ' + ln)
+    if label.endswith('-debug'):
+        text = '\n'.join(lines)
+        off = [kind for kind, said in CHECKERS_ON if said not in text]
+        harness(not off, 'debug checkers on (%s)%s'
+                % (', '.join(kind for kind, _ in CHECKERS_ON),
+                   ': no boot message of ' + ', '.join(off) if off else ''))
+    print('# %s: checker reports: %s' % (label, ', '.join(
+        '%s %d' % (kind, len(reports[kind])) for kind, _ in REPORTS)))
     print('# %s: %d skipped' % (label, len(skips)))
     for test, what, why in skips:
         print('# %s: SKIP %s: %s: %s' % (label, test, what, why))

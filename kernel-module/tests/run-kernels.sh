@@ -11,9 +11,9 @@
 # and "total: N passed, N failed"; exits non-zero on any failure.
 #
 # Environment:
-#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12" on
-#                       amd64: bullseye's and bookworm's two; "6.1 6.12"
-#                       on arm64)
+#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12 7.2" on
+#                       amd64: bullseye's, bookworm's two and sid's; "6.1
+#                       6.12" on arm64)
 #   TLBB_ARCH           amd64 (default) or arm64: Debian's arm64 kernels,
 #                       the module and tests cross-built with
 #                       aarch64-linux-gnu-gcc, booted with
@@ -23,7 +23,13 @@
 #   TLBB_TESTS          only these tests, e.g. "t_kvm_stage2" (default all)
 #   TLBB_TEST_TIMEOUT   seconds per test unless the source says
 #                       "tlbb-test-timeout: N" (default 240)
-#   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480)
+#   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480; 3600 for
+#                       the debug line, TLBB_KERNELS=6.12-debug: Debian's
+#                       6.12 source built with KASAN, lockdep, DEBUG_VM by
+#                       tools/kernels/build-debug.sh, x86_64 only; tox -e
+#                       kmod-debug)
+#   TLBB_DEBUG_SLOWDOWN the debug line's factor on every test's timeout
+#                       (default 4)
 #   TLBB_QEMU_MEM       guest RAM (default 2G);  TLBB_QEMU_SMP (default 2;
 #                       a topology works too: 4,sockets=1,clusters=2,cores=2)
 #   TLBB_APPEND         more guest kernel command line
@@ -61,7 +67,7 @@ fi
 if [ "${TLBB_ARCH:-amd64}" = arm64 ]; then
 	kernels=${TLBB_KERNELS:-"6.1 6.12"}
 else
-	kernels=${TLBB_KERNELS:-"5.10 6.1 6.12"}
+	kernels=${TLBB_KERNELS:-"5.10 6.1 6.12 7.2"}
 fi
 guest_dir=${TLBB_GUEST_DIR:-$here/guest}
 test_timeout=${TLBB_TEST_TIMEOUT:-240}
@@ -199,7 +205,19 @@ record() {	# line, passed, failed, note
 run_kernel() {	# line
 	local line=$1 kdir abi dir t0 tb status pass=0 fail=0 summary
 	t0=$(date +%s)
-	kdir=$("$top/tools/kernels/fetch.sh" "$line" "$arch") || {
+	# A "-debug" line is built from Debian's source with KASAN, lockdep,
+	# DEBUG_VM (tools/kernels/build-debug.sh, x86_64 only), several times
+	# slower: its own whole-boot limit, each test's timeout times
+	# TLBB_DEBUG_SLOWDOWN (default 4), every KASAN report printed.
+	local fetch=fetch.sh limit=$boot_timeout append= scale=1
+	case "$line" in
+	*-debug)
+		fetch=build-debug.sh
+		limit=${TLBB_BOOT_TIMEOUT:-3600}
+		scale=${TLBB_DEBUG_SLOWDOWN:-4}
+		append=kasan_multi_shot ;;
+	esac
+	kdir=$("$top/tools/kernels/$fetch" "$line" "$arch") || {
 		say "not ok - fetch kernel $line"
 		record "$line" 0 1 "kernel fetch failed"
 		return
@@ -214,8 +232,17 @@ run_kernel() {	# line
 		fail=$((fail + 1))
 		ko=
 	fi
+	local tests=$out/tests f
+	if [ "$scale" != 1 ]; then
+		tests=$dir/tests
+		rm -rf "$tests"
+		cp -a "$out/tests" "$tests"
+		for f in "$tests"/*.timeout "$tests"/.default-timeout; do
+			[ -f "$f" ] && echo $(($(cat "$f") * scale)) >"$f"
+		done
+	fi
 	if ! "$here/mkinitramfs.py" "$kdir" "$dir/initramfs.cpio" \
-		"$out/tests" "$ko"; then
+		"$tests" "$ko"; then
 		say "not ok - initramfs for $abi"
 		record "$line" "$pass" $((fail + 1)) "$abi"
 		return
@@ -230,13 +257,13 @@ run_kernel() {	# line
 	if ! argv=$(PYTHONPATH=$top/tools python3 -m kernels.boot qemu-argv \
 		"$kdir" "$dir/initramfs.cpio" --accel "$accel" --mem "$mem" \
 		--smp "$smp" \
-		--append "loglevel=5 panic=-1 rdinit=/init ${TLBB_APPEND:-}"); then
+		--append "loglevel=5 panic=-1 rdinit=/init $append ${TLBB_APPEND:-}"); then
 		say "not ok - no QEMU command for $abi"
 		record "$line" "$pass" $((fail + 1)) "$abi"
 		return
 	fi
 	mapfile -t qemu <<<"$argv"
-	timeout -k 10 "$boot_timeout" "${qemu[@]}" </dev/null 2>&1 |
+	timeout -k 10 "$limit" "${qemu[@]}" </dev/null 2>&1 |
 		tee "$dir/console.log" |
 		if [ -n "${TLBB_VERBOSE:-}" ]; then cat; else
 			grep --line-buffered -E \
@@ -248,7 +275,7 @@ run_kernel() {	# line
 	# The kernel's own time stamp of starting /init (in the dmesg dump).
 	say "$line: booted to /init in $(sed -n 's/^\[ *\([0-9.]*\)\] Run \/init as init process.*/\1/p' \
 		"$dir/console.log" | head -n 1 | grep . || echo '?') s (guest clock)"
-	[ "$status" = 124 ] && say "not ok - $abi: no result within ${boot_timeout}s (hang)"
+	[ "$status" = 124 ] && say "not ok - $abi: no result within ${limit}s (hang)"
 	summary=$(python3 "$here/check-log.py" "$dir/console.log" "$line" "$status")
 	# Its own count line is folded into ours below: print the rest.
 	echo "$summary" | sed '$d'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``tlbbalance`` command: one small module per subcommand.
 
 Each module named in COMMANDS defines ``register(subparsers)``, which adds its
@@ -8,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+import nova_tlbbalance
+
 COMMANDS = (
     'status',
     'verify',
@@ -17,11 +20,38 @@ COMMANDS = (
 )
 
 
+def version_text():
+    """``tlbbalance --version``: the package's version, and the loaded
+    kernel module's when one is loaded (they should be the same; the
+    module's is its MODULE_VERSION)."""
+    text = 'tlbbalance %s' % nova_tlbbalance.version()
+    loaded = nova_tlbbalance.loaded_module_version()
+    if loaded:
+        text += '\ntlbbalance.ko %s (loaded)' % loaded
+    return text
+
+
+class _Version(argparse.Action):
+    """--version, with the module read only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS,
+                 default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default,
+                         nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text() + '\n')
+        parser.exit()
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog='tlbbalance',
         description='Huge pages that pay off for KVM guests: inspect, '
                     'verify and simulate nova-tlbbalance.')
+    parser.add_argument('--version', action=_Version,
+                        help="print the package's version (and the loaded "
+                             "tlbbalance.ko's) and exit")
     sub = parser.add_subparsers(dest='command', metavar='COMMAND')
     sub.required = True
     for name in COMMANDS:

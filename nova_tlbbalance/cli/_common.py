@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Options and helpers shared by status, verify and exporter."""
 
 import argparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance domain apply``: a plain libvirt domain XML, tagged.
 
 The same code as the nova driver plugin (nova_tlbbalance.guest_config), for

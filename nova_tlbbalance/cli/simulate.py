@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance simulate``: the grouped-TLB simulator (tlbsim) front end.
 
 One run (any machine preset or geometry file, workload, THP levels,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance status``: what every running VM gets from huge pages."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance verify``: exit 1 when a tagged VM is not what it asked for."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Whether a domain's tlbbalance policy asks for strict mode, when
 nothing else can be trusted (the hook's error paths and its background
 decision).

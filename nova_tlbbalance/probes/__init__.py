@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Host facts about running VMs, read from /proc, /sys and the domain XML.
 
 Everything here is stdlib only (the libvirt hook uses part of it) and takes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The facts of a libvirt domain XML that tlbbalance needs (stdlib only)."""
 
 import dataclasses

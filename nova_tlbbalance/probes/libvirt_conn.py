@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libvirt access for the CLI and the exporter (never for the hook).
 
 libvirt-python, not ``virsh`` subprocesses: one connection serves every
@@ -9,6 +10,9 @@ Debian's /usr/bin/python3 it is the python3-libvirt package.
 
 Monitor commands mark the domain "custom-monitor" tainted in its libvirt
 log; they are read-only queries. ``--no-monitor`` in the CLI skips them.
+KVM's per-VM statistics also come without one: :meth:`Connection.vm_stats`
+asks libvirt's domain statistics (``virsh domstats --vm``, libvirt >= 8.9),
+which libvirt gathers itself and which taint nothing.
 """
 
 import json
@@ -19,8 +23,29 @@ _GPA2HVA = re.compile(r'Host virtual address for (0x[0-9a-f]+) \((.*)\) is '
                       r'(0x[0-9a-f]+)')
 
 
+# virDomainStatsTypes.VIR_DOMAIN_STATS_VM (libvirt 8.9): KVM's per-VM
+# statistics, named vm.<stat>.<cur|sum|max>
+STATS_VM = 1 << 10
+# virConnectGetAllDomainStatsFlags: running domains; do not wait for a
+# domain whose job is busy (a migration), skip its monitor-fed stats
+STATS_ACTIVE = 1
+STATS_NOWAIT = 1 << 29
+_VM_STAT = re.compile(r'^vm\.(.+)\.(cur|sum|max)$')
+
+
 class LibvirtUnavailable(Exception):
     pass
+
+
+def vm_stats_of(params):
+    """{stat: value} of one domain's VIR_DOMAIN_STATS_VM record
+    (``vm.pages_2m.cur`` -> ``pages_2m``); other keys are ignored."""
+    out = {}
+    for key, value in params.items():
+        m = _VM_STAT.match(key)
+        if m and not isinstance(value, str):
+            out[m.group(1)] = value
+    return out
 
 
 def _libvirt():
@@ -60,6 +85,40 @@ class Connection:
             except self.libvirt.libvirtError:
                 continue        # stopped meanwhile
         return sorted(out, key=lambda t: t[0])
+
+    def alive(self):
+        """False once libvirtd is gone (a restart): open a new one."""
+        try:
+            return bool(self.conn.isAlive())
+        except self.libvirt.libvirtError:
+            return False
+
+    def version(self):
+        """libvirtd's version as "major.minor.micro", or None."""
+        try:
+            v = self.conn.getLibVersion()
+        except self.libvirt.libvirtError:
+            return None
+        return '%d.%d.%d' % (v // 1000000, v // 1000 % 1000, v % 1000)
+
+    def vm_stats(self):
+        """{domain UUID: {stat: value}} of KVM's per-VM statistics of every
+        running domain, from libvirt's domain statistics (no QEMU monitor
+        command, so no "custom-monitor" taint); None when this libvirt
+        does not have them (< 8.9). A TCG domain has none ({})."""
+        if self.conn.getLibVersion() < 8009000:
+            return None
+        try:
+            recs = self.conn.getAllDomainStats(
+                STATS_VM, STATS_ACTIVE | STATS_NOWAIT)
+        except self.libvirt.libvirtError as exc:
+            if exc.get_error_code() in (
+                    self.libvirt.VIR_ERR_NO_SUPPORT,
+                    self.libvirt.VIR_ERR_INVALID_ARG):
+                return None
+            raise
+        return {dom.UUIDString(): vm_stats_of(params)
+                for dom, params in recs}
 
     def hmp(self, dom, command):
         return self.libvirt_qemu.qemuMonitorCommand(

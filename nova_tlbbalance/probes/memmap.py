@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where a QEMU guest's RAM lives: guest-physical layout and host VMAs.
 
 GPA side: QEMU lays the RAM backends (one ``pc.ram``, or one per guest NUMA

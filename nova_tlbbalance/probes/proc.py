@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """QEMU process facts from /proc (stdlib only); host-wide facts are
 :mod:`nova_tlbbalance.hostfacts`."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The typed records of ``tlbbalance status`` (``--json``), ``verify`` and
 the exporter: the host facts and one report per running VM.
 

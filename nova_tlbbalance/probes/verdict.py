@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Is a tagged VM what its flavor asked for? (``tlbbalance verify``)
 
 Alignment and TLBI scope are worded by :mod:`nova_tlbbalance.rules`, as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Everything ``tlbbalance status``/``verify``/``exporter`` know of a VM.
 
 :func:`host_facts` once per run, :func:`vm_report` per running domain;
@@ -53,9 +54,15 @@ def describe_backing(dom):
     return kind + (' immediate' if dom.allocation == 'immediate' else '')
 
 
-def vm_report(name, xml, host, roots, client, monitor=None):
+def vm_report(name, xml, host, roots, client, monitor=None,
+              tagged_only=False, vm_stats=None):
     """The :class:`records.VmReport` of one running domain; ``monitor`` (a
-    libvirt_conn.Monitor) adds gpa2hva cross-checks and stage-2 stats."""
+    libvirt_conn.Monitor) adds gpa2hva cross-checks and stage-2 stats.
+    ``tagged_only``: no monitor command to a domain without a tlbbalance
+    policy (a tenant's VM the operator did not tag). ``vm_stats``: the
+    domain's KVM statistics from libvirt's domain statistics
+    (libvirt_conn.Connection.vm_stats), used for stage 2 instead of a
+    monitor query."""
     rep = records.VmReport(name=name)
     try:
         dom = domxml.parse(xml)
@@ -71,6 +78,8 @@ def vm_report(name, xml, host, roots, client, monitor=None):
         pol = None
         rep.errors.append('policy: %s' % exc)
     rep.managed = pol is not None
+    if tagged_only and not rep.managed:
+        monitor = None
     if pol is not None:
         rep.policy = records.PolicyView(
             mode=pol.mode, backing=pol.backing, tlbi_scope=pol.tlbi_scope,
@@ -84,7 +93,7 @@ def vm_report(name, xml, host, roots, client, monitor=None):
     rep.pid = pid
     _memory(rep, dom, pid, roots, monitor)
     _vcpus(rep, dom, pid, host, roots)
-    _stage2(rep, dom, monitor)
+    _stage2(rep, dom, monitor, vm_stats)
     _module(rep, dom, pid, client)
     return rep
 
@@ -186,18 +195,21 @@ def _vcpus(rep, dom, pid, host, roots):
     rep.dies, rep.clusters = span['dies'], span['clusters']
 
 
-def _stage2(rep, dom, monitor):
+def _stage2(rep, dom, monitor, vm_stats=None):
     if rep.accel == 'TCG' or dom.virt_type == 'qemu':
         rep.stage2_unavailable = 'TCG'
         return
-    if monitor is None:
+    if vm_stats is not None:
+        stats = vm_stats        # libvirt's domain statistics
+    elif monitor is None:
         rep.stage2_unavailable = 'no monitor access'
         return
-    try:
-        stats = monitor.vm_stats()
-    except Exception as exc:
-        rep.stage2_unavailable = 'query-stats: %s' % exc
-        return
+    else:
+        try:
+            stats = monitor.vm_stats()
+        except Exception as exc:
+            rep.stage2_unavailable = 'query-stats: %s' % exc
+            return
     found = {k: stats[k] for k in STAGE2_KEYS if k in stats}
     if found:
         rep.stage2 = found
@@ -235,24 +247,40 @@ def _module(rep, dom, pid, client):
 WORKERS = 16
 
 
-def collect(roots=None, uri=None, monitor=True, conn=None, workers=WORKERS):
+def collect(roots=None, uri=None, monitor=True, conn=None, workers=WORKERS,
+            host=None, tagged_only=False, monitor_for=None,
+            domain_stats=False):
     """(:class:`records.HostFacts`, [:class:`records.VmReport`]) for
     every running domain, over one libvirt connection, in domain name
-    order."""
+    order. ``conn``: an open libvirt_conn.Connection to use (and leave
+    open); ``host``: host facts already read; ``tagged_only`` as in
+    :func:`vm_report`; ``monitor_for(dom)``: the Monitor of a domain
+    (default ``conn.monitor``); ``domain_stats``: stage 2 from libvirt's
+    domain statistics where libvirt has them."""
     from nova_tlbbalance.probes import libvirt_conn
     roots = roots or Roots(configfs=os.environ.get(modclient.ENV_ROOT))
     client = modclient.Client(roots.configfs)
-    host = host_facts(roots, client)
+    if host is None:
+        host = host_facts(roots, client)
     own = conn is None
     if own:
         conn = libvirt_conn.Connection(uri or libvirt_conn.DEFAULT_URI)
+    monitor_for = monitor_for or conn.monitor
+    stats = None
 
     def one(item):
         name, xml, dom = item
-        mon = conn.monitor(dom) if monitor else None
-        return vm_report(name, xml, host, roots, client, mon)
+        mon = monitor_for(dom) if monitor else None
+        vms = None if stats is None else stats.get(dom.UUIDString(), {})
+        return vm_report(name, xml, host, roots, client, mon,
+                         tagged_only=tagged_only, vm_stats=vms)
     try:
         doms = conn.running()
+        if domain_stats:
+            try:
+                stats = conn.vm_stats()
+            except Exception:   # a busy or older libvirtd: no stage 2
+                stats = None
         if monitor and workers > 1 and len(doms) > 1:
             from concurrent.futures import ThreadPoolExecutor
             with ThreadPoolExecutor(min(workers, len(doms))) as pool:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Front end of tlbsim, the grouped-TLB two-stage simulator (``tlbsim/``).
 
 ``engine`` runs the C simulator and reads its results, ``paper`` lays the

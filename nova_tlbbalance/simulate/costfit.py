@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fit the gs464v cost model to the paper's figures, once.
 
 ``python3 -m nova_tlbbalance.simulate.costfit`` runs the mcf-like workload

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run the tlbsim binary and read its results.
 
 The simulator is C (``tlbsim/`` in the repository) and compiles the kernel

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The controller's methods side by side (simulate --compare-methods).
 
 The paper's method (``method=0``) and the hill method (``method=1``,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The paper's configurations side by side (``tlbbalance simulate --paper``).
 
 Natively with small and huge pages; in a VM with no THP, guest THP only

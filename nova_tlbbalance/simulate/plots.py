@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PNG plots of simulation results (matplotlib, no display needed)."""
 
 import matplotlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which huge pages to split: address order, random and heat side by side.
 
 ``tlbbalance simulate --compare-split-orders [--json] [--trace PATH]``:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rollout session: three namespace hosts and one kernel node, all
 reached over SSH from a controller namespace (tests/ansible/fleet.py).
 Nothing is mocked and nothing skips; every process started is stopped by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Compute hosts reached over SSH for the rollout test (docs/ansible.md).
 
 Two kinds of host, the lightest real target for each check:

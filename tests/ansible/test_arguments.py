@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad variables are refused before the role touches a node.
 
 Types and choices are checked by Ansible itself from the role's

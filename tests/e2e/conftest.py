@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The e2e session: one compute node in a box for all tests.
 
 The node (tools/node/node.py) boots a Debian kernel under QEMU TCG with real

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End to end, in a compute node booted under QEMU (docs/node.md).
 
 Order matters (pytest runs a file top to bottom): the module-unloaded case

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Functional tests: nova's own harness with the driver plugin.
 
 nova's harness runs its services as eventlet greenthreads of one OS thread,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Common base of the functional tests: nova's own libvirt functional base.
 
 Real nova API (WSGI, in process), scheduler, conductor, placement and a

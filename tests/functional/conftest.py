@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Let pytest run nova's TestCase-based functional tests.
 
 pytest sets the test method as an instance attribute for the duration of the

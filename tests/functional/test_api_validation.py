@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova-api rejects bad tlbbalance:* extra specs (microversion >= 2.86).
 
 The validators come from the ``nova.api.extra_spec_validators`` entry point

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Boot servers through the REST API with tagged flavors; check the XML.
 
 The compute driver is ``tlbbalance.TLBBalanceLibvirtDriver`` (as in an

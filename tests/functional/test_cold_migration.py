@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cold migration and resize: the guest restarts, judged where it lands.
 
 nova rebuilds the guest XML on the destination (``finish_migration`` ->

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Contradictory flavors: a clear build failure, never a 500 or a crash."""
 
 import fixtures

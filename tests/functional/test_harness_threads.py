@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The harness keeps one DB transaction per greenthread (see __init__.py).
 
 nova's ServiceFixture starts a compute with one RequestContext that both its

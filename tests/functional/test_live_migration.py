@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live migration keeps the policy: destination XML and destination checks.
 
 Two computes (``host_a``, ``host_b``) in nova's functional harness with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Strict guests: the host's preconditions are checked by the plugin, so a
 build that cannot meet them is aborted with the reason as its fault.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An untagged flavor's XML is byte-identical to stock nova's.
 
 One compute host, one server: its XML is taken from a hard reboot under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One real libvirtd for the whole integration session (root, this host).
 
 It runs in a private mount namespace (tools/libvirthost.py): its hook is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The hook and the CLI against a real libvirtd and real QEMU (TCG).
 
 Every domain here is a tiny TCG guest with nothing bootable: QEMU still
@@ -12,6 +13,7 @@ kernel.
 import contextlib
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -407,7 +409,9 @@ def test_exporter(host, vm):
 
     def value(family, **labels):
         fam = fams[family]
-        got = [s.value for s in fam.samples if s.labels == labels]
+        # every VM series also has the domain's uuid label
+        got = [s.value for s in fam.samples
+               if s.labels.items() >= labels.items()]
         assert len(got) == 1, (family, labels, fam.samples)
         return fam.type, got[0]
     assert value('tlbbalance_vm_managed', vm=name) == ('gauge', 1)
@@ -425,7 +429,8 @@ def test_exporter(host, vm):
         with urllib.request.urlopen(url, timeout=60) as resp:
             assert resp.status == 200
             body = resp.read().decode()
-        assert 'tlbbalance_vm_managed{vm="%s"} 1.0' % name in body
+        assert re.search(r'tlbbalance_vm_managed\{uuid="[0-9a-f-]+",'
+                         r'vm="%s"\} 1.0' % name, body), body
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(url.replace('/metrics', '/x'), timeout=60)
     finally:

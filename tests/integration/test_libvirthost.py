@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/libvirthost.py: a libvirtd of its own that leaves the host alone.
 
 Each test starts a second LibvirtHost beside the session's (two libvirtds

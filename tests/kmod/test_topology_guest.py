@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CPU topology and DVMBM detection read from a real arm64 kernel's sysfs.
 
 Boots Debian's arm64 kernel under qemu-system-aarch64 (TCG) with

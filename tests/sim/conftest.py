@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures of the tlbsim tests: the binary, built once."""
 
 import pathlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gs464v cost model is the fit to the paper's figures, and only that.
 
 nova_tlbbalance.simulate.costfit solves for access_ns and the base- and

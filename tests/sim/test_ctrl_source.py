@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The simulator runs the module's controller: the same source file.
 
 tlbsim's Makefile compiles ../kernel-module/core/tlbb_ctrl.c and embeds its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where huge pages help, the controller changes little and never swings.
 
 Each workload runs in a VM with both THP levels, without and with the

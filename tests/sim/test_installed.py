@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance simulate`` from a wheel installed in a clean virtualenv.
 
 The wheel is built from this tree (its Python files only, copied to a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The controller's methods side by side: the goals as checks.
 
 ``tlbbalance simulate --paper --compare-methods --json`` runs the paper's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The paper's reference ordering on GS464V with the mcf-like workload.
 
 With both THP levels the huge group (VTLB) takes the most refills and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which huge pages to split: ``simulate --compare-split-orders``.
 
 The one command prints address order, random and heat-aware splitting side

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Recording a real program with valgrind's lackey, replaying the trace.
 
 tlbsim/traces/record.sh runs the program under valgrind (installed from

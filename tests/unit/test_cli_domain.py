@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance domain apply`` through the real argument parser."""
 
 from nova_tlbbalance import cli

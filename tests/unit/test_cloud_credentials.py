@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cloud in a box's credentials (tools/cloud): random per cloud, one
 per role, in files only their owner reads, never on a command line, and
 what tempest is configured with.

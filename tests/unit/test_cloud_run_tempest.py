@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/cloud's tempest runner: a process of the cloud that dies mid-run
 stops the tempest run at once, named (watchdog.py), the kvm host's
 commands name the node when it is gone (nodeexec.py), the kvm host is on

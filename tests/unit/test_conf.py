@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.conf: the [tlbbalance] options and their sample."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.extra_specs: the one table, derived from module_defs."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docs/extra-specs.md is generated from the table and must be current."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.filewrite.write_if_changed on a real file system:
 what it writes, when it does not, and what a local user who can plant
 names in the target directory cannot make it do."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.guest_config: a policy's settings in a domain XML."""
 
 import logging

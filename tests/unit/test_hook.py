@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The hook's phases over a temporary /proc, /sys, libvirt run dir and a
 directory tree standing in for the module's configfs.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The hook's settings file (/etc/tlbbalance/hook.conf): one declaration
 per setting, read by the installed hook, errors naming key and file.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host facts (hostfacts) over a temporary /proc and /sys tree."""
 
 from test_probes_proc import write  # tests/unit is on sys.path

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/kernels/boot: the one stack that boots a kernel for tests.
 
 The in-kernel tests (kernel-module/tests/run-kernels.sh, mkinitramfs.py)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """modclient against a directory tree standing in for configfs.
 
 UNIT TEST ONLY: the tlbbalance module cannot be loaded on this host, so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Packaging: entry points as installed, and the nova.virt shim."""
 
 import configparser

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The PMU backend's event tables against the kernel's perf event database.
 
 kernel-module/core/tlbb_pmu_events.def is the one source of the module's

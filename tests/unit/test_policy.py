@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.policy: flavor extra specs <-> Policy <-> <metadata>."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """QEMU process probes over a temporary /proc tree."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """vmreport over temporary /proc, /sys trees and a stand-in libvirt
 connection (the real libvirtd is used by tests/integration; this covers the
 KVM-only paths that cannot run on this host: query-stats stage-2 counts and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.provider_config over temporary /proc and /sys trees;
 every file it writes is parsed and validated by nova's own provider
 config loader (nova.compute.provider_config, schema 1.0)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """References resolve inside the repository (tools/check_references.py)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rules module: each finding worded once, whoever judges.
 
 The driver (nova's pins), the hook (the CPUs a running guest's vCPU

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tempest plugin's SSH backend against a real OpenSSH sshd on
 loopback, and its commands under the sudo rule of docs/tempest.md.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One way for a tool to import nova_tlbbalance from its checkout:
 tools/_repo.py.  The tools put tools/ on sys.path and import it; none
 computes the checkout and adds it to sys.path by itself.  Run from

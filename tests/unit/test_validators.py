@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.validators, as nova-api loads and applies them."""
 
 import pytest

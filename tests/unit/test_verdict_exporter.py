@@ -1,33 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
 """verify's reasons and the exporter's text, from synthetic VM reports."""
 
 import copy
 import dataclasses
-import wsgiref.util
+import os
 
 from prometheus_client.openmetrics import exposition as om_exposition
 from prometheus_client.openmetrics import parser as om_parser
 from prometheus_client import parser as prom_parser
 import pytest
 
-from nova_tlbbalance.cli import exporter as cli_exporter
 from nova_tlbbalance import exporter
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.cli import status
-from nova_tlbbalance.probes import libvirt_conn
 from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import verdict
 from nova_tlbbalance.probes import vmreport
 
 MiB = 1 << 20
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 HOST = records.HostFacts(
     thp='madvise', hpage_pmd_size=2 * MiB, cpus=8, dies=2, clusters=4,
     dvmbm=records.Dvmbm(enabled=True, source='kernel log'),
     module=records.ModulePresence(loaded=True, configfs='/cfs'))
 
+UUID = '8b9e5b8e-2f4c-4f35-9a52-3c1d8f0e7a11'
+
 GOOD = records.VmReport(
-    name='vm1', managed=True, memory=256 * MiB,
+    name='vm1', uuid=UUID, managed=True, memory=256 * MiB,
     backing='anonymous immediate', page_size=2 * MiB, pid=7,
     policy=records.PolicyView(mode='balance', backing='thp',
                               tlbi_scope='die', strict=False, params={}),
@@ -164,7 +166,7 @@ def test_exporter_types_and_values_by_prometheus_parser():
         s.name for s in module_defs.stats()}
     text = exporter.render(HOST, [rep], {'vm1': ['one reason']})
     fams = _families(text)
-    vm = {'vm': 'vm1'}
+    vm = {'vm': 'vm1', 'uuid': UUID}
 
     def check(name, typ, want, sample=None, **labels):
         fam = fams[name]
@@ -204,21 +206,31 @@ def test_exporter_types_and_values_by_prometheus_parser():
     # 109.020 permille of vCPU time
     check('tlbbalance_load_ratio', 'gauge', 0.10902, **vm)
     check('tlbbalance_imbalance', 'gauge', 174400.0, **vm)
-    check('tlbbalance_load_count', 'gauge', 3, **vm)
-    # the text format has no info type: gauges named _info, value 1
-    check('tlbbalance_state_info', 'gauge', 1, value='lowering', **vm)
-    check('tlbbalance_dominant_info', 'gauge', 1, value='huge', **vm)
-    check('tlbbalance_cpus_allowed_info', 'gauge', 1, value='0-1', **vm)
+    # C_L: not tlbbalance_load_count (_count is reserved for histograms
+    # and summaries; promtool check metrics refuses it)
+    check('tlbbalance_load_sustain_ticks', 'gauge', 3, **vm)
+    # text with a fixed set of values: one series per value, 1 for the
+    # current one (no new series at a state change)
+    check('tlbbalance_controller_state', 'gauge', 1, state='lowering', **vm)
+    check('tlbbalance_controller_state', 'gauge', 0, state='idle', **vm)
+    check('tlbbalance_dominant_group', 'gauge', 1, group='huge', **vm)
+    check('tlbbalance_dominant_group', 'gauge', 0, group='small', **vm)
+    # CPU lists: how many CPUs
+    check('tlbbalance_cpus_allowed', 'gauge', 2, **vm)
+    check('tlbbalance_cpus_ran', 'gauge', 1, **vm)
+    # the counting backend changes only at registration: info
+    check('tlbbalance_backend_info', 'gauge', 1, value='inject', **vm)
     # the old names are gone (docs/cli.md lists old -> new)
     for old in ('tlbbalance_load', 'tlbbalance_refills_huge_total',
-                'tlbbalance_splits_total'):
+                'tlbbalance_splits_total', 'tlbbalance_load_count',
+                'tlbbalance_state_info', 'tlbbalance_cpus_ran_info'):
         assert old not in fams
     # unregistered, unmanaged VMs have no module stats
     bare = dataclasses.replace(GOOD, name='vm2', managed=False, module=None)
     fams = _families(exporter.render(HOST, [bare]))
     assert 'tlbbalance_huge_pages' not in fams
     assert _sample(fams['tlbbalance_vm_managed'], 'tlbbalance_vm_managed',
-                   vm='vm2') == 0
+                   vm='vm2', uuid=UUID) == 0
     assert 'tlbbalance_vm_verify_failures' not in fams
 
 
@@ -228,9 +240,9 @@ def test_exporter_openmetrics_keeps_info_and_counter_types():
     reg = exporter.registry(lambda: (HOST, [rep], {'vm1': []}))
     text = om_exposition.generate_latest(reg).decode()
     fams = _families(text, om_parser)
-    assert fams['tlbbalance_state'].type == 'info'
-    assert _sample(fams['tlbbalance_state'], 'tlbbalance_state_info',
-                   vm='vm1', value='lowering') == 1
+    assert fams['tlbbalance_backend'].type == 'info'
+    assert _sample(fams['tlbbalance_backend'], 'tlbbalance_backend_info',
+                   vm='vm1', uuid=UUID, value='inject') == 1
     assert fams['tlbbalance_refills_huge'].type == 'counter'
     assert fams['tlbbalance_vm_ram_bytes'].unit == 'bytes'
     assert fams['tlbbalance_vm_huge_coverage_ratio'].unit == 'ratio'
@@ -249,38 +261,37 @@ def test_exporter_table_covers_every_module_stat(monkeypatch):
         exporter.render(HOST, [GOOD])
 
 
-def _wsgi(app, path):
-    env = {'PATH_INFO': path, 'REQUEST_METHOD': 'GET', 'QUERY_STRING': ''}
-    wsgiref.util.setup_testing_defaults(env)
-    env['PATH_INFO'] = path
-    got = {}
+def test_state_change_keeps_the_same_series():
+    """A controller state change moves the 1 between series of one
+    family; it does not start a new series (as the info metric did)."""
+    def series(state):
+        rep = copy.deepcopy(GOOD)
+        rep.module.status = dict(FULL_STATUS, state=state)
+        fams = _families(exporter.render(HOST, [rep]))
+        return {tuple(sorted(s.labels.items())): s.value
+                for f in fams.values() for s in f.samples}
+    a, b = series('lowering'), series('idle')
+    assert set(a) == set(b)
+    assert a != b
 
-    def start_response(status, headers, exc_info=None):
-        got['status'] = status
-        got['headers'] = dict(headers)
-    body = b''.join(app(env, start_response))
-    return got['status'], got['headers'], body.decode()
 
+def test_enum_values_are_the_modules():
+    """ENUM_VALUES lists every state and group name the module prints."""
+    import re
+    src = {}
+    for rel in ('kernel-module/core/tlbb_ctrl.c', 'kernel-module/tlbb_vm.c'):
+        with open(os.path.join(TOP, rel)) as f:
+            src[rel] = f.read()
 
-def test_exporter_http_app():
-    """prometheus_client's WSGI app behind /metrics; 404 elsewhere; 503
-    naming the cause while libvirt is unreachable."""
-    state = {'up': True}
-
-    def source():
-        if not state['up']:
-            raise libvirt_conn.LibvirtUnavailable('qemu:///system: refused')
-        return HOST, [GOOD], {'vm1': []}
-    app = cli_exporter.app(exporter.registry(source))
-    status, headers, body = _wsgi(app, '/metrics')
-    assert status.startswith('200'), status
-    assert headers['Content-Type'].startswith('text/plain; version=0.0.4')
-    assert 'tlbbalance_vm_managed{vm="vm1"} 1.0' in body
-    assert _wsgi(app, '/x')[0].startswith('404')
-    state['up'] = False
-    status, _, body = _wsgi(app, '/metrics')
-    assert status.startswith('503'), status
-    assert 'qemu:///system: refused' in body
+    def names(rel, func):
+        body = re.search(r'\n[^\n]*\b%s\([^)]*\)\n\{(.*?)\n\}' % func,
+                         src[rel], re.S).group(1)
+        return set(re.findall(r'return "([a-z_]+)";', body)) - {'unknown'}
+    states = (names('kernel-module/core/tlbb_ctrl.c', 'tlbb_state_name')
+              | names('kernel-module/tlbb_vm.c', 'tlbb_vm_state_name'))
+    assert states == set(exporter.ENUM_VALUES['state'][1])
+    assert names('kernel-module/core/tlbb_ctrl.c', 'tlbb_group_name') == \
+        set(exporter.ENUM_VALUES['dominant'][1])
 
 
 def lazy_vm(anon_huge, rss):

@@ -1,21 +1,33 @@
+# SPDX-License-Identifier: Apache-2.0
 """One version: setup.cfg's. Every other place that states it must agree.
 
 The Python package's version is ``[metadata] version`` in setup.cfg (the
-documentation reads it from there too, docs/conf.py). The kernel module's
-DKMS package (kernel-module/dkms.conf) and the version the Ansible role
-installs by default (``tlbbalance_module_version``) restate it because
-DKMS and Ansible cannot read setup.cfg: this test fails, naming the file
-and the line to change, when one of them differs. To release a new
-version, change setup.cfg and then every place this test lists.
+documentation reads it from there too, docs/conf.py);
+``nova_tlbbalance.version()`` and ``tlbbalance --version`` report it. The
+kernel module's DKMS package (kernel-module/dkms.conf) and the version
+the Ansible role installs by default (``tlbbalance_module_version``)
+restate it because DKMS and Ansible cannot read setup.cfg: this test
+fails, naming the file and the line to change, when one of them differs.
+The module's ``MODULE_VERSION`` is made from dkms.conf by Kbuild at build
+time (checked here by evaluating Kbuild, and on every built .ko by
+tools/kernels/boot/module.py in ``tox -e kmod``). A release is the git tag
+``X.Y.Z`` on the commit whose setup.cfg says ``X.Y.Z``
+(docs/releasing.md); reno takes its release sections from those tags.
 """
 
 import configparser
 import os
 import re
+import shutil
+import subprocess
+import sys
 from importlib import metadata
 
 import pytest
 import yaml
+
+import nova_tlbbalance
+from nova_tlbbalance import cli
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -79,6 +91,134 @@ def test_ansible_default_is_what_dkms_builds():
     assert dkms['PACKAGE_NAME'].strip('"') == 'tlbbalance'
 
 
+def test_debian_changelog_version():
+    """The Debian packages (make deb) take their version from
+    debian/changelog's newest entry: setup.cfg's, without a Debian
+    revision (a native package built from the tree)."""
+    with open(os.path.join(TOP, 'debian', 'changelog')) as f:
+        first = f.readline()
+    m = re.match(r'^nova-tlbbalance \(([^)]*)\) ', first)
+    assert m, 'debian/changelog:1: %r' % first
+    assert m.group(1) == setup_cfg_version(), (
+        'debian/changelog:1 says %s, setup.cfg says %s: add an entry '
+        '(dch -v %s)' % (m.group(1), setup_cfg_version(),
+                         setup_cfg_version()))
+
+
 def test_installed_metadata_version():
     """What pip installed (tox: this checkout) reports setup.cfg's."""
     assert metadata.version('nova-tlbbalance') == setup_cfg_version()
+
+
+def test_version_function_is_setup_cfgs():
+    assert nova_tlbbalance.version() == setup_cfg_version()
+
+
+def test_version_function_installed_copy(tmp_path):
+    """A copy of the package outside a source tree reports the installed
+    distribution's version (here: the one tox installed, from setup.cfg),
+    and a package directory named nova_tlbbalance of another project's
+    setup.cfg is not taken for a source tree."""
+    (tmp_path / 'setup.cfg').write_text(
+        '[metadata]\nname = other\nversion = 9.9.9\n')
+    assert nova_tlbbalance._tree_version(str(tmp_path)) is None
+    assert nova_tlbbalance._tree_version(TOP) == setup_cfg_version()
+    code = ('import sys; sys.path.insert(0, %r); import nova_tlbbalance; '
+            'print(nova_tlbbalance.version())')
+    shutil.copytree(os.path.join(TOP, 'nova_tlbbalance'),
+                    tmp_path / 'nova_tlbbalance')
+    out = subprocess.run([sys.executable, '-c', code % str(tmp_path)],
+                         stdout=subprocess.PIPE, text=True, check=True,
+                         cwd=str(tmp_path), timeout=60).stdout
+    assert out.strip() == metadata.version('nova-tlbbalance')
+
+
+def test_cli_version(capsys, monkeypatch):
+    monkeypatch.setattr(nova_tlbbalance, 'loaded_module_version',
+                        lambda: None)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['--version'])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == 'tlbbalance %s\n' % (
+        setup_cfg_version())
+
+
+def test_cli_version_names_the_loaded_module(tmp_path, capsys,
+                                             monkeypatch):
+    # This host's kernel has no module support (docs/design/platform.md):
+    # the module's sysfs file is laid out in a temporary directory; the
+    # in-kernel tests see the real /sys/module/tlbbalance.
+    (tmp_path / 'module' / 'tlbbalance').mkdir(parents=True)
+    (tmp_path / 'module' / 'tlbbalance' / 'version').write_text('0.0.9\n')
+    real = nova_tlbbalance.loaded_module_version
+    assert real(str(tmp_path)) == '0.0.9'
+    assert real(str(tmp_path / 'nothing')) is None
+    monkeypatch.setattr(nova_tlbbalance, 'loaded_module_version',
+                        lambda: real(str(tmp_path)))
+    with pytest.raises(SystemExit):
+        cli.main(['--version'])
+    assert capsys.readouterr().out == (
+        'tlbbalance %s\ntlbbalance.ko 0.0.9 (loaded)\n'
+        % setup_cfg_version())
+
+
+def kbuild_version(src):
+    """What Kbuild makes TLBB_VERSION (MODULE_VERSION) in src: the Kbuild
+    file evaluated by GNU make, as the kernel's build evaluates it."""
+    return subprocess.run(
+        ['make', '-s', '--no-print-directory', '-f',
+         os.path.join(src, 'Kbuild'), 'src=' + src,
+         '--eval', 'tlbb-print-version: ; @echo $(TLBB_VERSION)',
+         'tlbb-print-version'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=60)
+
+
+def test_module_version_is_dkms_conf():
+    src = os.path.join(TOP, 'kernel-module')
+    res = kbuild_version(src)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == setup_cfg_version()
+    with open(os.path.join(src, 'tlbb_main.c')) as f:
+        assert 'MODULE_VERSION(TLBB_VERSION);' in f.read()
+
+
+def test_module_without_version_does_not_build(tmp_path):
+    shutil.copy(os.path.join(TOP, 'kernel-module', 'Kbuild'), tmp_path)
+    (tmp_path / 'dkms.conf').write_text('PACKAGE_NAME="tlbbalance"\n')
+    res = kbuild_version(str(tmp_path))
+    assert res.returncode != 0
+    assert 'dkms.conf: no PACKAGE_VERSION' in res.stderr
+
+
+def version_tags():
+    """{tag: commit} of the repository's version tags (X.Y.Z)."""
+    out = subprocess.run(
+        ['git', 'for-each-ref', '--format=%(refname:short) %(objectname) '
+         '%(*objectname)', 'refs/tags'], cwd=TOP, check=True,
+        stdout=subprocess.PIPE, text=True).stdout
+    tags = {}
+    for line in out.splitlines():
+        name, obj, peeled = (line.split() + [''])[:3]
+        if re.fullmatch(r'\d+\.\d+\.\d+', name):
+            tags[name] = peeled or obj
+    return tags
+
+
+def _key(v):
+    return tuple(int(x) for x in v.split('.'))
+
+
+def test_version_tags_agree_with_setup_cfg():
+    """A version tag names the commit whose setup.cfg says that version:
+    a tag on HEAD is setup.cfg's version, and no tag is ahead of it (after
+    a release, setup.cfg moves on, never back)."""
+    version = setup_cfg_version()
+    head = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=TOP, check=True,
+                          stdout=subprocess.PIPE, text=True).stdout.strip()
+    for tag, commit in version_tags().items():
+        assert _key(tag) <= _key(version), (
+            'tag %s is ahead of setup.cfg\'s %s' % (tag, version))
+        if commit == head:
+            assert tag == version, (
+                'HEAD is tagged %s but setup.cfg says %s' % (tag, version))

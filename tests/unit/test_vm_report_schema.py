@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``tlbbalance status --json`` against docs/schemas/vm-report.schema.json.
 
 The real CLI (``tlbbalance status --json``, its own argument parsing and

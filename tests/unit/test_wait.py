@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """nova_tlbbalance.wait.wait_until: the one bounded poll (real clock)."""
 
 import time

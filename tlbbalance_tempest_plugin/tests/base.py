@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What every tlbbalance test shares: tagged flavors, servers, the host.
 
 Tests act only through the public APIs (an admin creates flavors with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 # The tlbsim command line: bad input exits 2 with a message naming the
 # culprit; the embedded controller hash is that of the file the Makefile
 # compiled; small runs print the JSON fields the Python front end reads.

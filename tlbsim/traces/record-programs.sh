@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 # Record the real-program traces the docs use (docs/simulator.md),
 # into ~/.cache/nova-tlbbalance/traces/ (skipped when already there).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 # Record a program's data-address trace with valgrind's lackey tool and
 # convert it to tlbsim's compact trace format (gzip-compressed).
 #

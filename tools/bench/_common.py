@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the benchmarks: repo on sys.path, tagged TCG domain XML."""
 
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """POST /servers to ACTIVE, tagged flavor beside untagged, on the cloud in
 a box: what the driver plugin and the hook add to a boot.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: the time the tlbbalance hook adds to `virsh start`.
 
 One run, side by side: three libvirtds up at once, without the hook,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: `tlbbalance status` over many running VMs (default 200).
 
 Real domains, not synthetic processes: N tagged TCG domains (16 MiB THP,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Guard the install script: packages installed by hand since boot.
 
 A test run on a developer's machine can pass because somebody installed a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages listed in system-packages.txt that are missing.
 set -eu
 here=$(dirname "$0")

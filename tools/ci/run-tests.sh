@@ -1,16 +1,26 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make test`: install what the tests need on a Debian bookworm machine, run
 # every tox environment, and end with one "N passed, N failed" line that adds
 # up the test counts every suite printed.
 #
 # Environment:
-#   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order)
+#   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order;
+#               kmod-debug only when tools/ci/want-kmod-debug.sh says the
+#               change touches the module or the debug kernel)
+#   TLBB_KMOD_DEBUG=1/0  always/never add kmod-debug to the default list
 #   TLBB_LOGDIR where each env's full log goes (default: ./out/test-logs)
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 sim functional integration kmod kmod-arm64 e2e ansible tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb tempest"}
+# The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
+# run for every change to kernel-module/, not for every run, as its kernel
+# build from an empty cache does not fit the budget (docs/kernel-tests.md).
+if [ -z "${TLBB_ENVS:-}" ] && tools/ci/want-kmod-debug.sh; then
+	envs="${envs/kmod /kmod kmod-debug }"
+fi
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
@@ -18,9 +28,12 @@ mkdir -p "$logdir" "$cache"
 # Per-env wall-clock cap (seconds), against a hang; a normal run of all
 # envs takes 40-50 minutes on 2 cores (kmod-arm64 7-15, ansible 12-15,
 # tempest 10-18 of it: with the kvm host and the SSH pass, docs/cloud.md).
-declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900 [sim]=1500
+declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
+		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [tempest]=1800)
+		  [kmod-debug]=4200
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800
+		  [tempest]=1800)
 
 t0=$(date +%s)
 echo "== system packages"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A few REST calls to the cloud's own APIs (standard library only).
 
 Used to bootstrap the cloud (service users, endpoints, images, flavors)

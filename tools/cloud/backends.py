@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MariaDB and RabbitMQ from Debian's packages, started by hand.
 
 No systemd here (docs/design/platform.md): each server runs in the

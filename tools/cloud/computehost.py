@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A compute host of the cloud: libvirtd + nova-compute in a private mount
 and UTS namespace on this machine.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every service's configuration, written with configparser.
 
 One function per service returns ``{section: {option: value}}``; all of

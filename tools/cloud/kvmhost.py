@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kvm compute host: a node (tools/node) whose libvirtd runs KVM
 guests with the real tlbbalance.ko and hook, driven by a nova-compute on
 this machine.

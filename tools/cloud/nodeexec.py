@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run one command in the kvm host's node:
 ``nodeexec.py SOCK [--host NAME --log LOG] -- ARGV``.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Keeps the kvm compute host's node (tools/node) running for the cloud.
 
 Boots a node (a Debian kernel under QEMU TCG, real KVM inside, libvirtd,

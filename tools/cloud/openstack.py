@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The OpenStack services: schemas, keystone's catalog, the API servers
 under uWSGI and nova's conductor and scheduler as plain processes."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Processes the cloud starts, each recorded by pid the moment it exists.
 
 Every daemon is started in its own session (process group), its pid and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """``tox -e tempest``: the cloud in a box up, tempest against it, down.
 
 1. ``cloud.py up`` (MariaDB, RabbitMQ, keystone, placement, glance,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fast compute hosts over SSH, as an operator's compute hosts are.
 
 ``run_tempest.py`` reruns the host-state tests with ``[tlbbalance]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A process of the cloud died: say which, why (its log), and stop the run.
 
 ``run_tempest.py`` runs tempest beside a ``Watchdog``: it polls the

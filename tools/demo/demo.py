@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The main-job demo: a VM balanced for real in a compute node in a box.
 
 Run by tools/demo/run-demo.sh (``make demo``). Boots the node

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # `make demo`: the main job, from a fresh Debian 12 machine (as root).
 # Installs the Debian packages the repo lists, then runs tools/demo/demo.py:
 # a compute node booted under QEMU, a VM from the driver plugin's XML in

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# fetch.sh <5.10|6.1|6.12> [amd64|arm64]: download one of Debian's kernel
+# fetch.sh <5.10|6.1|6.12|7.2> [amd64|arm64]: download one of Debian's kernel
 # lines (image with modules, headers, kbuild) for x86_64 (default) or arm64
 # with `apt-get download`, unpack it under
 # ~/.cache/nova-tlbbalance/kernels/<abi>/ without installing anything,
@@ -20,6 +20,14 @@
 # bookworm, and the module builds with bookworm's gcc-12 (its headers name
 # gcc-10, which bookworm does not have: kbuild only records the name).
 # amd64 only.
+#
+# 7.2 is sid's newest kernel (linux-image-amd64 in sid), from a private apt
+# state of sid's lists (Valid-Until not checked: sid's Release file on a
+# mirror may be past it). sid splits the image into linux-base-<abi>
+# (config), linux-binary-<abi> (vmlinuz) and linux-modules-<abi>, all under
+# /usr/lib/modules/<abi>/; they are fetched too. Its kbuild tools need
+# glibc >= 2.38 and gcc-16: the module is built inside a sid root made by
+# tools/kernels/buildroot.sh, named by <dir>/buildroot. amd64 only.
 #
 # arm64 packages come from a private apt state of arm64 package lists
 # (<base>/apt-arm64/, filled by `apt-get update` with -o options): the
@@ -41,6 +49,8 @@
 #   <dir>/busybox        arm64 only: busybox-static for the initramfs
 #   <dir>/config         the kernel's .config
 #   <dir>/packages.txt   package=version lines of what was downloaded
+#   <dir>/buildroot      only where the host cannot run the kernel's
+#                        kbuild (7.2): the root to build modules in
 #   <dir>/root/          everything unpacked (modules.dep generated)
 #   <base>/debs/         the .deb files (kept to skip re-downloads)
 #
@@ -63,14 +73,15 @@ log() { echo "fetch.sh: $*" >&2; }
 suite=bookworm
 case "$line" in
 5.10) meta=linux-image-$arch; suite=bullseye ;;
+7.2) meta=linux-image-$arch; suite=sid ;;
 6.1) meta=linux-image-$arch ;;
 6.12) meta=linux-image-6.12-$arch ;;
-*) die "usage: $0 <5.10|6.1|6.12> [amd64|arm64] (got '${line}')" ;;
+*) die "usage: $0 <5.10|6.1|6.12|7.2> [amd64|arm64] (got '${line}')" ;;
 esac
 case "$arch" in
 amd64) current=$line.current ;;
 arm64) current=$line-arm64.current ;;
-*) die "usage: $0 <5.10|6.1|6.12> [amd64|arm64] (got arch '${arch}')" ;;
+*) die "usage: $0 <5.10|6.1|6.12|7.2> [amd64|arm64] (got arch '${arch}')" ;;
 esac
 [ "$suite" = bookworm ] || [ "$arch" = amd64 ] ||
 	die "$line ($suite) is fetched for amd64 only"
@@ -105,19 +116,23 @@ if [ "$suite" != bookworm ]; then
 	      -o Dir::State::status="$aptdir/status"
 	      -o Dir::Cache="$aptdir/cache"
 	      -o Dir::Etc::SourceList="$aptdir/sources.list"
-	      -o Dir::Etc::SourceParts=/nonexistent)
+	      -o Dir::Etc::SourceParts=/nonexistent
+	      -o Acquire::Check-Valid-Until=false)
 	if [ ! -f "$aptdir/.updated" ] || [ -n "${TLBB_KERNEL_REFRESH:-}" ]; then
 		mirror=${TLBB_DEBIAN_MIRROR:-$(host_mirror debian)}
 		security=${TLBB_DEBIAN_SECURITY_MIRROR:-$(host_mirror debian-security)}
+		# sid has no security suite
+		[ "$suite" = sid ] && security=none
 		[ -n "$mirror" ] && [ -n "$security" ] ||
 			die "no debian/debian-security source in /etc/apt to take $suite from (set TLBB_DEBIAN_MIRROR and TLBB_DEBIAN_SECURITY_MIRROR)"
 		key=/usr/share/keyrings/debian-archive-keyring.gpg
 		mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
 		: >"$aptdir/status"
-		cat >"$aptdir/sources.list" <<-EOS
-		deb [signed-by=$key] ${mirror%/} $suite main
-		deb [signed-by=$key] ${security%/} $suite-security main
-		EOS
+		echo "deb [signed-by=$key] ${mirror%/} $suite main" \
+			>"$aptdir/sources.list"
+		[ "$security" = none ] ||
+			echo "deb [signed-by=$key] ${security%/} $suite-security main" \
+				>>"$aptdir/sources.list"
 		log "apt-get update of the $suite package lists into $aptdir"
 		apt-get -q "${kapt[@]}" update >&2 ||
 			die "apt-get update of the $suite lists failed"
@@ -169,6 +184,14 @@ kbuild=$(echo "$deps" | grep '^linux-kbuild-' || true)
 [ -n "$common" ] && [ -n "$kbuild" ] ||
 	die "cannot resolve the headers' dependencies of $hdr: '$deps'"
 pkgs="$image $hdr $common"
+# sid's image package is empty: its files are in packages of their own.
+parts=$(apt-cache "${kapt[@]}" depends "$image" 2>/dev/null |
+	sed -n 's/^ *|\{0,1\}Depends: \(linux-\(base\|binary\|modules\)-'"$abi"'\)$/\1/p' |
+	sort -u | tr '\n' ' ')
+pkgs="$pkgs $parts"
+if [ -n "$parts" ] && ! echo "$parts" | grep -q "linux-modules-$abi"; then
+	pkgs="$pkgs linux-modules-$abi"
+fi
 [ "$arch" = arm64 ] && pkgs="$pkgs busybox-static"
 
 log "kernel $line: $pkgs"
@@ -226,8 +249,23 @@ if [ "$suite" = bullseye ]; then
 		die "did not find gcc-10 to replace in $hdir/.kernelvariables"
 fi
 
-cp "$tmp/root/boot/vmlinuz-$abi" "$tmp/vmlinuz"
-cp "$tmp/root/boot/config-$abi" "$tmp/config"
+# /boot/vmlinuz-<abi> and /lib/modules, or (sid) all under
+# /usr/lib/modules/<abi>/: depmod -b and the boot stack look in lib/.
+if [ -d "$tmp/root/usr/lib/modules/$abi" ] && [ ! -e "$tmp/root/lib" ]; then
+	ln -s usr/lib "$tmp/root/lib"
+fi
+for f in "$tmp/root/boot/vmlinuz-$abi" "$tmp/root/usr/lib/modules/$abi/vmlinuz"; do
+	[ -f "$f" ] && cp "$f" "$tmp/vmlinuz" && break
+done
+for f in "$tmp/root/boot/config-$abi" "$tmp/root/usr/lib/modules/$abi/config"; do
+	[ -f "$f" ] && cp "$f" "$tmp/config" && break
+done
+[ -f "$tmp/vmlinuz" ] && [ -f "$tmp/config" ] ||
+	die "no vmlinuz or config of $abi in the packages ($pkgs)"
+if [ "$suite" = sid ]; then
+	"$here/buildroot.sh" sid >"$tmp/buildroot" ||
+		die "no sid root to build modules for $abi in"
+fi
 if [ "$arch" = amd64 ]; then
 	python3 "$here/extract-vmlinux.py" "$tmp/vmlinuz" "$tmp/vmlinux" >&2
 else

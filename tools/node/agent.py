@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Command agent inside the node, on the virtio-serial port ``tlbb.agent``.
 
 Started by node-init.sh once the node is ready. Speaks JSON lines:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plain libvirt domain XML for the tiny payload, before any policy.
 
 The tlbbalance settings (``<memoryBacking>``, ``<metadata>``) are NOT written

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# SPDX-License-Identifier: Apache-2.0
 # /init of the node's initramfs (busybox): load the virtio, 9p and overlay
 # modules the launcher packed in load order, mount the host's root read-only
 # over 9p with a tmpfs overlay on top, and switch to stage 2

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A test session's node that survives emulator failures.
 
 Multi-threaded TCG running nested KVM sometimes kills the node (QEMU exits

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Stage 2 of the compute node in a box: PID 1 on the overlay root (the
 # host's / read-only over 9p, a tmpfs on top). Started by the initramfs,
 # configured by /tlbb-io/node.env (written by tools/node/node.py).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A compute node in a box: a Debian kernel under QEMU TCG with real KVM.
 
 The node boots one of Debian's kernels (tools/kernels/fetch.sh) under

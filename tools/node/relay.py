@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Relay inside the node: virtio-serial port ``tlbb.libvirt`` <-> libvirtd.
 
 Started by node-init.sh when the launcher asked for it (tools/cloud's kvm host:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """VMs inside a booted node: what the e2e tests and the demo both do.
 
 VMs are defined, started and inspected in the node through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The node's end of a virtio-serial port, found by name (agent.py,
 relay.py: both run inside the node with Debian's python3, the working tree
 at its own path)."""

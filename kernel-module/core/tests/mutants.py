@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 """Check that the unit tests can fail: break tlbb_ctrl.c on purpose.
 
 Each mutant changes one decision of the method (a comparison, a rounding, a

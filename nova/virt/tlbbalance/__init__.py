@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loader shim: nova imports ``nova.virt.<compute_driver>``.
 
 With ``[DEFAULT] compute_driver = tlbbalance.TLBBalanceLibvirtDriver`` nova

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Per-host wall time of a playbook run, for the rollout test's report:
 from a host's first task start to its last result, printed after the
 recap as "FLEET-TIME <host> <seconds>"; and each task that took a host

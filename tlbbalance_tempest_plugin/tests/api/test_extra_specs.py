@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The API refuses a bad tlbbalance:* extra spec, naming key and values."""
 
 from tempest.lib import decorators

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A tagged server gets what its flavor asks, on the compute host."""
 
 import time

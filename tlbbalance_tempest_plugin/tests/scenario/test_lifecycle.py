@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host state follows the server through its lifecycle."""
 
 from tempest.common import waiters

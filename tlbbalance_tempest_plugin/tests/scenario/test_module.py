@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hosts with the kernel module: placement tells them apart, and a server
 booted through the API is registered with the module, with real stage-2
 mappings that follow the module's huge page limit (N_hl).

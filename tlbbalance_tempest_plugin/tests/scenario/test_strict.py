@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Strict mode: a failing precondition fails the build, clearly, and the
 compute service stays up."""
 

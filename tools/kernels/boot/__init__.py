@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One way to boot a Debian kernel for tests: the kernel, its modules, the
 initramfs and the QEMU command line, for x86_64 and arm64.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shell front end: ``PYTHONPATH=<repo>/tools python3 -m kernels.boot ...``
 
   qemu-argv KERNEL_DIR INITRD [--append S] [--mem M] [--smp N] [--accel A]

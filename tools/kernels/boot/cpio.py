@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The initramfs writer: an uncompressed newc cpio archive."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What goes into a test initramfs: busybox, an /init, kernel modules in
 load order (/modules/order) and any further files."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A kernel from tools/kernels/fetch.sh's cache and its module resolver."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tlbbalance.ko for one kernel: the one build of the module for tests.
 
 The in-kernel tests (run-kernels.sh, through ``python3 -m kernels.boot
@@ -14,6 +15,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -61,6 +63,11 @@ def make_args(kernel):
 
 
 def _compiler_version(kernel):
+    root = build_root(kernel)
+    if root:    # the root's compiler: the root as made (remade: rebuilt)
+        with open(os.path.join(root, '.complete'), 'rb') as f:
+            return f.read() + b'%d' % os.stat(
+                os.path.join(root, '.complete')).st_mtime
     cc = 'aarch64-linux-gnu-gcc' if kernel.arch == 'arm64' else 'gcc'
     try:
         return subprocess.run([cc, '--version'], stdout=subprocess.PIPE,
@@ -82,6 +89,61 @@ def cache_key(kernel, src=SOURCE):
     h.update(kernel.abi.encode() + b'\0' + _compiler_version(kernel) +
              ' '.join(make_args(kernel)).encode())
     return h.hexdigest()[:16]
+
+
+def package_version(src=SOURCE):
+    """dkms.conf's PACKAGE_VERSION: the module's version (Kbuild makes it
+    MODULE_VERSION)."""
+    path = os.path.join(src, 'dkms.conf')
+    with open(path) as f:
+        found = re.findall(r'^PACKAGE_VERSION="([^"]*)"$', f.read(), re.M)
+    if len(found) != 1:
+        raise ModuleBuildError('%s: %d PACKAGE_VERSION="..." lines, not 1'
+                               % (path, len(found)))
+    return found[0]
+
+
+def modinfo(ko):
+    """The key=value strings of ko's .modinfo section (what modinfo
+    prints), as {key: [values]}; a little-endian ELF64 module (x86_64,
+    arm64)."""
+    with open(ko, 'rb') as f:
+        elf = f.read()
+    if elf[:6] != b'\x7fELF\x02\x01':
+        raise ModuleBuildError('%s: not a little-endian ELF64 file' % ko)
+    shoff, = struct.unpack_from('<Q', elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from('<HHH', elf, 0x3a)
+
+    def section(i):
+        name, _, _, _, off, size = struct.unpack_from(
+            '<IIQQQQ', elf, shoff + i * shentsize)
+        return name, elf[off:off + size]
+
+    names = section(shstrndx)[1]
+    info = {}
+    for i in range(shnum):
+        name, data = section(i)
+        if names[name:names.index(b'\0', name)] == b'.modinfo':
+            for item in data.split(b'\0'):
+                key, sep, value = item.decode(errors='replace').partition(
+                    '=')
+                if sep:
+                    info.setdefault(key, []).append(value)
+    return info
+
+
+def check_version(ko, src=SOURCE):
+    """ko's MODULE_VERSION is dkms.conf's PACKAGE_VERSION, else raise. A
+    tree without dkms.conf is not checked (the real one does not build
+    without it: its Kbuild reads the version there)."""
+    if not os.path.exists(os.path.join(src, 'dkms.conf')):
+        return None
+    want = package_version(src)
+    got = modinfo(ko).get('version')
+    if got != [want]:
+        raise ModuleBuildError('%s: modinfo version %s, dkms.conf says %s'
+                               % (ko, got, want))
+    return want
 
 
 def _copy_sources(src, dest):
@@ -111,6 +173,34 @@ def _store(cached, ko, log):
         shutil.rmtree(old, ignore_errors=True)
 
 
+def build_root(kernel):
+    """The root fetch.sh named for building kernel's modules (the host
+    cannot run that kernel's kbuild: sid's 7.x), or None."""
+    try:
+        with open(os.path.join(kernel.dir, 'buildroot')) as f:
+            root = f.read().strip()
+    except OSError:
+        return None
+    if not os.path.isdir(os.path.join(root, 'usr')):
+        raise ModuleBuildError('%s/buildroot names %r, which is no root: '
+                               'rerun tools/kernels/fetch.sh %s'
+                               % (kernel.dir, root, kernel.line or ''))
+    return root
+
+
+def in_root(root, dirs, argv):
+    """argv run chrooted in root, in a private mount namespace where each
+    of dirs is bind-mounted at its own path (so paths need no rewriting),
+    and /proc and /dev are there for the compiler."""
+    binds = ' '.join(
+        'mkdir -p "$R%s" && mount --bind "%s" "$R%s" &&' % (d, d, d)
+        for d in dirs)
+    script = ('R="$1"; shift; %s mount -t proc proc "$R/proc" && '
+              'mount --rbind /dev "$R/dev" && exec chroot "$R" "$@"' % binds)
+    return ['unshare', '-m', '--propagation', 'private', 'sh', '-c', script,
+            'in-root', root] + argv
+
+
 def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
                  jobs=None, say=None):
     """tlbbalance.ko for kernel (a :class:`kernels.boot.Kernel`) in
@@ -135,9 +225,13 @@ def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
         shutil.copy2(os.path.join(cached, 'build.log'), log)
         say('tlbbalance.ko unchanged since an earlier build: reused (%s)'
             % cached)
+        check_version(ko, src)
         return ko
     argv = ['make', '-C', build, '-j%d' % (jobs or os.cpu_count() or 1),
             'KDIR=' + kernel.headers, 'W=1'] + make_args(kernel)
+    root = build_root(kernel)
+    if root:
+        argv = in_root(root, [os.path.realpath(kernel.dir), build], argv)
     with open(log, 'w') as f:
         rc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL).returncode
@@ -153,5 +247,6 @@ def build_module(kernel, out_dir, cache=None, rebuild=False, src=SOURCE,
                                % (kernel.abi, log, '\n'.join(warnings)))
     if not os.path.exists(ko):
         raise ModuleBuildError('make succeeded but built no %s' % ko)
+    check_version(ko, src)
     _store(cached, ko, log)
     return ko

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The QEMU command line that boots a kernel under TCG (x86_64, arm64)."""
 
 # What each architecture boots with.  x86_64: PVH boot of the ELF vmlinux,

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tox -e deb: the Debian packages, built from the tree by one command
+(``make deb``, tools/deb/build.sh: debhelper, dh_dkms, pybuild) and
+checked as Debian would check them.
+
+``tlbbalance-dkms`` carries the module's sources under
+``/usr/src/tlbbalance-X.Y.Z`` with dh_dkms's maintainer scripts;
+``python3-nova-tlbbalance`` the package, the ``nova.virt.tlbbalance``
+shim inside nova's own package directory, the hook and the command.
+lintian reports no error and no warning. Both are installed by apt into
+a fresh Debian bookworm root made by mmdebstrap, their dependencies coming
+from Debian's archive; there ``tlbbalance --version`` runs, and installing
+Debian's kernel headers makes DKMS build the module, whose ``modinfo``
+version is the package's.
+"""
+
+import configparser
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+BUILD_TIMEOUT = 1200
+ROOT_TIMEOUT = 1800     # a bookworm root, the packages, headers, a DKMS build
+MIRRORS = ('deb http://deb.debian.org/debian bookworm main',
+           'deb http://deb.debian.org/debian-security bookworm-security main')
+
+
+def version():
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(os.path.join(TOP, 'setup.cfg'))
+    return cfg['metadata']['version']
+
+
+VERSION = version()
+DKMS = 'tlbbalance-dkms_%s_all.deb' % VERSION
+PY = 'python3-nova-tlbbalance_%s_all.deb' % VERSION
+
+
+def run(argv, timeout, **kw):
+    t0 = time.monotonic()
+    res = subprocess.run(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         timeout=timeout, **kw)
+    took = time.monotonic() - t0
+    shown = ' '.join(argv)[:300]
+    print('$ %s (%.0f s, rc %d)' % (shown, took, res.returncode))
+    assert res.returncode == 0, res.stdout[-6000:]
+    return res.stdout
+
+
+@pytest.fixture(scope='module')
+def debs(tmp_path_factory):
+    out = tmp_path_factory.mktemp('deb')
+    run([os.path.join(TOP, 'tools', 'deb', 'build.sh'), str(out)],
+        BUILD_TIMEOUT)
+    return str(out)
+
+
+def contents(deb):
+    out = run(['dpkg-deb', '-c', deb], 60)
+    return {line.split()[-1].lstrip('.') for line in out.splitlines()}
+
+
+def field(deb, name):
+    return run(['dpkg-deb', '-f', deb, name], 60).strip()
+
+
+def test_lintian_clean(debs):
+    with open(os.path.join(debs, 'lintian.txt')) as f:
+        report = f.read()
+    print('lintian:\n' + report)
+    tags = [ln for ln in report.splitlines() if re.match(r'^[EW]: ', ln)]
+    assert not tags, '\n'.join(tags)
+
+
+def test_dkms_package(debs):
+    deb = os.path.join(debs, DKMS)
+    files = contents(deb)
+    src = '/usr/src/tlbbalance-%s/' % VERSION
+    assert {src + f for f in ('dkms.conf', 'Kbuild', 'Makefile',
+                              'tlbb_main.c', 'core/tlbb_ctrl.c',
+                              'core/tlbb_params.def')} <= files
+    # the module's sources only: no tests, benchmarks or objects
+    assert not [f for f in files if f.startswith(src) and
+                re.search(r'/(tests|bench)/|\.(o|ko)$', f)]
+    assert re.search(r'\bdkms\b', field(deb, 'Depends'))
+    scripts = run(['dpkg-deb', '-I', deb], 60)
+    # dh_dkms's: dkms add/build/install at configure, dkms remove at
+    # remove/upgrade
+    assert 'postinst' in scripts and 'prerm' in scripts
+
+
+def test_python_package(debs):
+    deb = os.path.join(debs, PY)
+    files = contents(deb)
+    site = '/usr/lib/python3/dist-packages/'
+    assert {site + 'nova/virt/tlbbalance/__init__.py',
+            site + 'nova_tlbbalance/__init__.py',
+            site + 'nova_tlbbalance/data/tlbb_params.def',
+            '/usr/bin/tlbbalance',
+            '/usr/share/nova-tlbbalance/libvirt-hooks/tlbbalance',
+            '/usr/share/man/man1/tlbbalance.1.gz'} <= files
+    # nova's own packages stay python3-nova's
+    assert not files & {site + 'nova/__init__.py',
+                        site + 'nova/virt/__init__.py'}
+    depends = field(deb, 'Depends')
+    for dep in ('python3-lxml', 'python3-oslo.config',
+                'python3-prometheus-client'):
+        assert dep in depends, depends
+
+
+@pytest.fixture(scope='module')
+def root(debs, tmp_path_factory):
+    """A fresh bookworm root: apt installs both packages (their
+    dependencies from Debian's archive), then Debian's kernel headers,
+    which makes DKMS build the module (its kernel postinst hook)."""
+    target = str(tmp_path_factory.mktemp('root') / 'bookworm')
+    hooks = [
+        'mkdir -p "$1/tmp/debs"',
+        'copy-in %s %s /tmp/debs' % (os.path.join(debs, DKMS),
+                                     os.path.join(debs, PY)),
+        'chroot "$1" apt-get install -y -q /tmp/debs/%s /tmp/debs/%s'
+        % (PY, DKMS),
+        'chroot "$1" apt-get install -y -q linux-headers-amd64',
+    ]
+    argv = ['mmdebstrap', '--variant=apt', '--format=directory',
+            '--aptopt=Acquire::Retries "3"']
+    argv += ['--customize-hook=%s' % h for h in hooks]
+    run(argv + ['bookworm', target] + list(MIRRORS), ROOT_TIMEOUT)
+    return target
+
+
+def in_root(root, *argv):
+    """argv run in root, with /proc and /dev there (dkms needs both) in a
+    mount and PID namespace of its own: nothing stays mounted after."""
+    return run(['unshare', '--mount', '--pid', '--fork',
+                '--mount-proc=%s/proc' % root, 'sh', '-c',
+                'mount --rbind /dev "$0/dev" && exec chroot "$0" env -i '
+                'PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"', root] +
+               list(argv), 120)
+
+
+def test_installed_in_a_fresh_root(root):
+    status = in_root(root, 'dpkg-query', '-W', '-f',
+                     '${Package} ${Version} ${db:Status-Abbrev}\\n',
+                     'tlbbalance-dkms', 'python3-nova-tlbbalance')
+    assert sorted(status.split('\n')[:2]) == [
+        'python3-nova-tlbbalance %s ii ' % VERSION,
+        'tlbbalance-dkms %s ii ' % VERSION]
+    assert in_root(root, 'tlbbalance', '--version') == \
+        'tlbbalance %s\n' % VERSION
+    out = in_root(root, 'python3', '-c',
+                  'import nova_tlbbalance as t; print(t.version(), '
+                  't.__file__)')
+    assert out.split() == [VERSION, '/usr/lib/python3/dist-packages/'
+                           'nova_tlbbalance/__init__.py']
+
+
+def test_dkms_built_the_module_in_the_root(root):
+    """Debian's headers went in after the package: DKMS's kernel hook
+    built tlbbalance.ko for them, with the package's version."""
+    status = in_root(root, 'dkms', 'status', '-m', 'tlbbalance')
+    assert re.search(r'^tlbbalance/%s, \S+-amd64, x86_64: installed' %
+                     re.escape(VERSION), status, re.M), status
+    kver = re.search(r', (\S+-amd64),', status).group(1)
+    ko = in_root(root, 'sh', '-c', 'ls /lib/modules/%s/updates/dkms/'
+                 'tlbbalance.ko*' % kver).split()[0]
+    assert in_root(root, 'modinfo', '-F', 'version', ko).strip() == VERSION
+    assert in_root(root, 'modinfo', '-F', 'license', ko).strip() == 'GPL'

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tox -e packaging: the distributions as an operator or a packager gets
+them.
+
+``python -m build`` makes the sdist from the tree and the wheel from the
+sdist (so the sdist is complete enough to build from); ``twine check
+--strict`` passes on both; the sdist holds the tree (``git ls-files``:
+the kernel module for DKMS, docs, etc/, release notes, the role, tests,
+tools); the metadata names both licences and carries README.md as the
+long description; the wheel installs into a fresh virtualenv with its
+requirements (held to constraints.txt) and ``tlbbalance --version`` run
+from there reports setup.cfg's version. Last, the release scheme: a
+clone tagged with setup.cfg's version gets reno release sections under
+that version (docs/releasing.md).
+"""
+
+import configparser
+import email
+import os
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+BUILD_TIMEOUT = 900     # two isolated builds (setuptools from PyPI or cache)
+INSTALL_TIMEOUT = 900   # the wheel's requirements into an empty venv
+
+
+def setup_cfg():
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(os.path.join(TOP, 'setup.cfg'))
+    return cfg['metadata']
+
+
+VERSION = setup_cfg()['version']
+NAME = 'nova_tlbbalance-%s' % VERSION
+
+
+def run(argv, timeout, **kw):
+    t0 = time.monotonic()
+    res = subprocess.run(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         timeout=timeout, **kw)
+    took = time.monotonic() - t0
+    print('$ %s (%.0f s, rc %d)' % (' '.join(argv), took, res.returncode))
+    assert res.returncode == 0, res.stdout[-6000:]
+    return res.stdout
+
+
+@pytest.fixture(scope='module')
+def dists(tmp_path_factory):
+    out = tmp_path_factory.mktemp('dist')
+    run([sys.executable, '-m', 'build', '--outdir', str(out), TOP],
+        BUILD_TIMEOUT)
+    sdist = out / ('%s.tar.gz' % NAME)
+    wheel = out / ('%s-py3-none-any.whl' % NAME)
+    assert sorted(os.listdir(out)) == sorted([sdist.name, wheel.name])
+    return str(sdist), str(wheel)
+
+
+def tree_files():
+    """The tree's files as git sees them (tracked, or new and not ignored),
+    less the CI entry point."""
+    out = subprocess.run(['git', 'ls-files', '-z', '--cached', '--others',
+                          '--exclude-standard'], cwd=TOP, check=True,
+                         stdout=subprocess.PIPE).stdout.decode()
+    return {f for f in out.split('\0')
+            if f and not f.startswith('.ci/')
+            and os.path.lexists(os.path.join(TOP, f))}
+
+
+def sdist_members(sdist):
+    with tarfile.open(sdist) as tar:
+        return {m.name[len(NAME) + 1:]: m for m in tar.getmembers()
+                if not m.isdir()}
+
+
+def test_twine_check_strict(dists):
+    out = run([sys.executable, '-m', 'twine', 'check', '--strict'] +
+              list(dists), 120)
+    assert out.count('PASSED') == 2, out
+
+
+def test_sdist_is_the_tree(dists):
+    members = sdist_members(dists[0])
+    generated = {m for m in members if m == 'PKG-INFO' or
+                 m.startswith('nova_tlbbalance.egg-info/')}
+    assert 'PKG-INFO' in generated
+    tree = tree_files()
+    assert set(members) - generated == tree, (
+        'in the sdist only: %s; in the tree only: %s' % (
+            sorted(set(members) - generated - tree),
+            sorted(tree - set(members))))
+
+
+@pytest.mark.parametrize('rel', [
+    'LICENSE', 'kernel-module/COPYING', 'kernel-module/dkms.conf',
+    'kernel-module/Kbuild', 'kernel-module/tlbb_main.c',
+    'kernel-module/core/tlbb_ctrl.c', 'docs/index.md', 'docs/conf.py',
+    'etc/tlbbalance.conf.sample', 'releasenotes/config.yaml',
+    'releasenotes/notes/first-release-cac46989322c3ab7.yaml',
+    'libvirt-hooks/tlbbalance', 'ansible/site.yml', 'README.md',
+    'constraints.txt', 'tox.ini',
+])
+def test_sdist_holds(dists, rel):
+    member = sdist_members(dists[0])[rel]
+    assert member.isfile(), '%s is a %s in the sdist' % (rel, member.type)
+
+
+def test_sdist_executables_keep_their_mode(dists):
+    members = sdist_members(dists[0])
+    for rel in ('tools/cloud/cloud.py', 'kernel-module/tests/run-kernels.sh'):
+        assert members[rel].mode & 0o111, rel
+
+
+def metadata_of(sdist):
+    with tarfile.open(sdist) as tar:
+        return email.message_from_bytes(
+            tar.extractfile('%s/PKG-INFO' % NAME).read())
+
+
+def test_metadata(dists):
+    meta = metadata_of(dists[0])
+    assert meta['Name'] == 'nova-tlbbalance'
+    assert meta['Version'] == VERSION
+    assert meta['License-Expression'] == 'Apache-2.0 AND GPL-2.0-only'
+    assert meta.get_all('License-File') == ['LICENSE',
+                                            'kernel-module/COPYING']
+    assert not [c for c in meta.get_all('Classifier')
+                if c.startswith('License ::')]
+    assert meta['Description-Content-Type'] == 'text/markdown'
+    with open(os.path.join(TOP, 'README.md')) as f:
+        readme = f.read()
+    assert meta.get_payload().strip() == readme.strip()
+
+
+def test_wheel_contents(dists):
+    dist_info = '%s.dist-info' % NAME
+    with zipfile.ZipFile(dists[1]) as whl:
+        names = set(whl.namelist())
+        params = whl.read('nova_tlbbalance/data/tlbb_params.def').decode()
+        hook = whl.read('%s.data/data/share/nova-tlbbalance/libvirt-hooks/'
+                        'tlbbalance' % NAME)
+        meta = email.message_from_bytes(whl.read(dist_info + '/METADATA'))
+    assert {dist_info + '/licenses/LICENSE',
+            dist_info + '/licenses/kernel-module/COPYING',
+            'nova_tlbbalance/cli/__init__.py',
+            'nova/virt/tlbbalance/__init__.py',
+            'tlbbalance_tempest_plugin/plugin.py'} <= names
+    # nova's own packages are nova's
+    assert not names & {'nova/__init__.py', 'nova/virt/__init__.py'}
+    # the kernel module and the tree's tools are in the sdist only
+    assert not [n for n in names if n.startswith(('kernel-module/',
+                                                  'tools/', 'tests/'))]
+    # the core's tables are files, not the tree's symbolic links
+    assert 'SPDX-License-Identifier: GPL-2.0 OR Apache-2.0' in params
+    assert hook.startswith(b'#!')
+    assert meta['Version'] == VERSION
+    assert meta['License-Expression'] == 'Apache-2.0 AND GPL-2.0-only'
+
+
+def test_wheel_in_a_fresh_venv(dists, tmp_path):
+    venv = tmp_path / 'venv'
+    run([sys.executable, '-m', 'venv', str(venv)], 300)
+    pip = [str(venv / 'bin' / 'python'), '-m', 'pip']
+    run(pip + ['install', '-q', '-c', os.path.join(TOP, 'constraints.txt'),
+               dists[1]], INSTALL_TIMEOUT)
+    run(pip + ['check'], 120)
+    # away from the tree: the installed copy answers
+    out = run([str(venv / 'bin' / 'tlbbalance'), '--version'], 120,
+              cwd=str(tmp_path))
+    assert out == 'tlbbalance %s\n' % VERSION
+    out = run([str(venv / 'bin' / 'python'), '-c',
+               'import nova_tlbbalance as t; print(t.version(), t.__file__)'],
+              120, cwd=str(tmp_path))
+    version, path = out.split()
+    assert version == VERSION
+    assert path.startswith(str(venv))
+
+
+def test_reno_release_sections_from_a_version_tag(tmp_path):
+    """What tagging a release gives: a clone of this commit, tagged with
+    setup.cfg's version as docs/releasing.md says, has reno list the notes
+    under that version, not as unreleased."""
+    clone = tmp_path / 'clone'
+    run(['git', 'clone', '-q', '--no-local', TOP, str(clone)], 300)
+    tags = run(['git', 'tag', '--points-at', 'HEAD'], 60, cwd=str(clone))
+    if VERSION not in tags.split():
+        run(['git', '-c', 'user.name=packaging test', '-c',
+             'user.email=packaging@test.invalid', 'tag', '-a', VERSION, '-m',
+             'nova-tlbbalance %s' % VERSION], 60, cwd=str(clone))
+    reno = os.path.join(os.path.dirname(sys.executable), 'reno')
+    report = run([reno, 'report', str(clone)], 300)
+    lines = report.splitlines()
+    assert VERSION in lines, report[:2000]
+    assert 'Not yet released' not in report
+    # the first release's prelude is in the version's section
+    assert 'First release of nova-tlbbalance' in report[
+        report.index('\n%s\n' % VERSION):]
