@@ -76,7 +76,7 @@ struct tlbb_limiter {
 	unsigned int nr_held;
 	u64 splits;		/* huge PMDs split since the pid was set */
 	u64 restores;		/* limit raises since the pid was set */
-	int last_err;		/* last error seen while enforcing, or 0 */
+	int last_err;		/* error of the last enforcement, or 0 */
 	u64 stuck;		/* huge pages over the limit left unsplit */
 };
 
@@ -94,19 +94,44 @@ struct tlbb_heat {
 	u64 sampled;		/* slots sampled since the pid was set */
 };
 
+/* What a stage has written: only that is applied by its commit. */
+enum {
+	TLBB_STAGED_PID		= 1 << 0,
+	TLBB_STAGED_TIDS	= 1 << 1,
+	TLBB_STAGED_RANGES	= 1 << 2,
+	TLBB_STAGED_MODE	= 1 << 3,
+};
+
+/* Stages in progress on one VM (writers that died are not counted). */
+#define TLBB_MAX_STAGES		16
+
 /*
- * A registration being staged ("stage" written to commit): what writes to
- * pid, vcpu_tids, ranges, mode and the tunables set instead of the live
- * VM, applied at once by "commit". Ids as written, resolved at commit.
+ * A registration being staged ("stage" written to commit) by one writer,
+ * the thread that wrote "stage": its writes to pid, vcpu_tids, ranges,
+ * mode and the tunables go here instead of the live VM, and its "commit"
+ * applies what it wrote, at once. Another writer's writes never reach it;
+ * it goes with its writer (a stage whose thread has exited is dropped),
+ * and mode off (a commit of off, or a plain write of off) cancels it.
+ * Ids are resolved when written: the struct pids are held, so a number
+ * reused meanwhile cannot name another process or thread.
  */
 struct tlbb_stage {
-	int pid;
+	struct list_head node;		/* in vm->stages */
+	struct pid *owner;		/* the writing thread */
+	bool cancelled;			/* by mode off: only abort/stage now */
+	unsigned int staged;		/* TLBB_STAGED_* written */
+	u64 staged_params;		/* 1 << tlbb_param_id written */
+	struct pid *pid;		/* NULL: 0 (let go of the process) */
+	int pid_nr;			/* as written, for messages */
 	unsigned int nr_tids;
-	int tids[TLBB_MAX_VCPUS];
+	struct pid *tids[TLBB_MAX_VCPUS];
+	int tid_nrs[TLBB_MAX_VCPUS];
 	unsigned int nr_ranges;
 	struct tlbb_range ranges[TLBB_MAX_RANGES];
-	struct tlbb_params params;
+	struct tlbb_params params;	/* the staged_params fields */
 	enum tlbb_mode mode;
+	int commit_err;			/* this stage's last refused commit */
+	char commit_msg[96];
 };
 
 struct tlbb_vm {
@@ -150,7 +175,7 @@ struct tlbb_vm {
 	u64 ticks;			/* controller ticks since pid write */
 	cpumask_var_t cpus_allowed, cpus_ran;
 
-	struct tlbb_stage *stage;	/* NULL: writes apply at once */
+	struct list_head stages;	/* tlbb_stage, one per writer */
 	int commit_err;			/* outcome of the last commit */
 	char commit_msg[96];
 
@@ -176,6 +201,7 @@ void tlbb_configfs_exit(void);
 int tlbb_configfs_pin(struct tlbb_vm *vm);
 void tlbb_configfs_unpin(struct tlbb_vm *vm);
 int tlbb_parse_u64(const char *s, bool hex, u64 *val);
+bool tlbb_name_ok(const char *name);
 
 /* tlbb_vm.c */
 struct tlbb_vm *tlbb_vm_create(const char *name);
@@ -193,6 +219,9 @@ int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small);
 int tlbb_vm_stage(struct tlbb_vm *vm);
 int tlbb_vm_abort(struct tlbb_vm *vm);
 int tlbb_vm_commit(struct tlbb_vm *vm);
+unsigned int tlbb_vm_nr_stages(struct tlbb_vm *vm);
+const char *tlbb_vm_stage_state(struct tlbb_vm *vm, int *err,
+				const char **msg);
 const char *tlbb_mode_name(enum tlbb_mode mode);
 const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 

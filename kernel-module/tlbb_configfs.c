@@ -20,6 +20,8 @@
 
 /* A store of this length may have been cut by configfs (one page). */
 #define TLBB_STORE_MAX		(PAGE_SIZE - 1)
+/* What a show may return: one page less the NUL (configfs: EIO beyond). */
+#define TLBB_SHOW_MAX		(PAGE_SIZE - 1)
 
 /* Common checks of every store: privilege, embedded NULs, length. */
 static int tlbb_store_check(const char *page, size_t len)
@@ -130,11 +132,19 @@ static ssize_t tlbb_vm_vcpu_tids_show(struct config_item *item, char *page)
 	struct tlbb_vm *vm = to_tlbb_vm(item);
 	unsigned int i;
 	ssize_t n = 0;
+	char id[16];
+	int m;
 
 	mutex_lock(&vm->lock);
-	for (i = 0; i < vm->nr_vcpus; i++)
-		n += sysfs_emit_at(page, n, "%s%d", i ? " " : "",
-				   pid_vnr(vm->vcpus[i]));
+	for (i = 0; i < vm->nr_vcpus; i++) {
+		/* whole ids only, and room for the newline: one page */
+		m = scnprintf(id, sizeof(id), "%s%d", i ? " " : "",
+			      pid_vnr(vm->vcpus[i]));
+		if (n + m + 1 > (ssize_t)TLBB_SHOW_MAX)
+			break;
+		memcpy(page + n, id, m);
+		n += m;
+	}
 	mutex_unlock(&vm->lock);
 	n += sysfs_emit_at(page, n, "\n");
 	return n;
@@ -332,21 +342,24 @@ static ssize_t tlbb_vm_mode_store(struct config_item *item, const char *page,
 static ssize_t tlbb_vm_commit_show(struct config_item *item, char *page)
 {
 	struct tlbb_vm *vm = to_tlbb_vm(item);
+	const char *state, *msg;
 	ssize_t n;
+	int err;
 
 	mutex_lock(&vm->lock);
-	n = sysfs_emit(page, "%s\nlast %d %s\n",
-		       vm->stage ? "staging" : "idle", vm->commit_err,
-		       vm->commit_msg[0] ? vm->commit_msg : "-");
+	state = tlbb_vm_stage_state(vm, &err, &msg);
+	n = sysfs_emit(page, "%s\nlast %d %s\n", state, err,
+		       msg[0] ? msg : "-");
 	mutex_unlock(&vm->lock);
 	return n;
 }
 
 /*
- * "stage": from now on pid, vcpu_tids, ranges, mode and the tunables are
- * staged (checked for form only); "commit": check all of it against the
- * system and apply it at once, or fail naming what is wrong (read this
- * file); "abort": drop the stage.
+ * "stage": from now on this thread's writes to pid, vcpu_tids, ranges,
+ * mode and the tunables are staged (checked for form, ids resolved);
+ * "commit": check them against the system and apply what was written at
+ * once, or fail naming what is wrong (read this file); "abort": drop the
+ * stage. Each writer (thread) has its own stage.
  */
 static ssize_t tlbb_vm_commit_store(struct config_item *item,
 				    const char *page, size_t len)
@@ -560,7 +573,8 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\nlimiter_stuck %llu\nstaging %d\n",
 			   tlbb_mode_name(vm->mode),
 			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject,
-			   vm->lim.last_err, vm->lim.stuck, !!vm->stage);
+			   vm->lim.last_err, vm->lim.stuck,
+			   tlbb_vm_nr_stages(vm));
 #define TLBB_STAT(name, kind, help)					\
 	n += sysfs_emit_at(page, n, "%s ", #name);			\
 	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));
@@ -615,11 +629,18 @@ static const struct config_item_type tlbb_vm_type = {
 
 /* ---- vms/: mkdir and rmdir ---- */
 
-static bool tlbb_name_ok(const char *name)
+/*
+ * A VM name: [A-Za-z0-9._-]{1,NAME_MAX}, but not "." or ".." (which name
+ * vms/ itself and the subsystem root in a path). Also the injection
+ * file's names.
+ */
+bool tlbb_name_ok(const char *name)
 {
 	size_t i, len = strlen(name);
 
 	if (!len || len > TLBB_NAME_MAX)
+		return false;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
 		return false;
 	for (i = 0; i < len; i++)
 		if (!isalnum(name[i]) && !strchr("._-", name[i]))

@@ -157,7 +157,7 @@ static ssize_t tlbb_inject_write(struct file *file, const char __user *ubuf,
 	name = strsep(&p, " \t");
 	a = p ? strsep(&p, " \t") : NULL;
 	b = p ? strsep(&p, " \t") : NULL;
-	if (!name || !*name || !a || p)
+	if (!name || !tlbb_name_ok(name) || !a || p)
 		goto out;
 	on = strcmp(a, "off");
 	if (on) {

@@ -533,7 +533,9 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 	unsigned int full = 0;
 	bool need;
 
+	/* what this enforcement meets: an error clears once it is over */
 	vm->lim.stuck = 0;
+	vm->lim.last_err = 0;
 	if (limit >= vm->ctrl.total_pages || n < limit) {
 		tlbb_thp_release(vm, mm);
 		return;

@@ -10,7 +10,8 @@
  *
  * References: vm->pid and each vm->vcpus[i] hold a struct pid reference;
  * vm->mm is pinned (mm_count) by the registered mmu_notifier; a tick takes
- * mm_users with mmget_not_zero() only for its own duration.
+ * mm_users with mmget_not_zero() only for its own duration. A stage holds
+ * references on its writer (owner), its pid and each of its tids.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -85,6 +86,7 @@ struct tlbb_vm *tlbb_vm_create(const char *name)
 
 	mutex_init(&vm->lock);
 	INIT_LIST_HEAD(&vm->node);
+	INIT_LIST_HEAD(&vm->stages);
 	INIT_WORK(&vm->exit_work, tlbb_vm_exit_work);
 	INIT_DELAYED_WORK(&vm->tick_work, tlbb_vm_tick_work);
 	INIT_DELAYED_WORK(&vm->heat_work, tlbb_vm_heat_work);
@@ -117,11 +119,138 @@ static void tlbb_vm_put_vcpus(struct tlbb_vm *vm)
 	vm->nr_vcpus = 0;
 }
 
-/* Drop what was staged. vm->lock held. */
+/* ---- stages: one per writer (see struct tlbb_stage) ---- */
+
+static void tlbb_stage_put_tids(struct tlbb_stage *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr_tids; i++)
+		put_pid(st->tids[i]);
+	st->nr_tids = 0;
+}
+
+static void tlbb_stage_free(struct tlbb_stage *st)
+{
+	list_del(&st->node);
+	tlbb_stage_put_tids(st);
+	put_pid(st->pid);
+	put_pid(st->owner);
+	kvfree(st);
+}
+
+/* Has the writer of @st gone (or is it exiting)? Its stage goes with it. */
+static bool tlbb_stage_orphaned(struct tlbb_stage *st)
+{
+	struct task_struct *t;
+	bool gone;
+
+	rcu_read_lock();
+	t = pid_task(st->owner, PIDTYPE_PID);
+	gone = !t || (READ_ONCE(t->flags) & PF_EXITING);
+	rcu_read_unlock();
+	return gone;
+}
+
+/*
+ * The calling thread's stage, or NULL; stages of writers that exited are
+ * dropped on the way. vm->lock held.
+ */
+static struct tlbb_stage *tlbb_stage_mine(struct tlbb_vm *vm)
+{
+	struct tlbb_stage *st, *tmp, *mine = NULL;
+	struct pid *me = task_pid(current);
+
+	list_for_each_entry_safe(st, tmp, &vm->stages, node) {
+		if (st->owner == me)
+			mine = st;
+		else if (tlbb_stage_orphaned(st))
+			tlbb_stage_free(st);
+	}
+	return mine;
+}
+
+/* Drop every stage (rmdir). vm->lock held. */
 static void tlbb_vm_unstage(struct tlbb_vm *vm)
 {
-	kvfree(vm->stage);
-	vm->stage = NULL;
+	struct tlbb_stage *st, *tmp;
+
+	list_for_each_entry_safe(st, tmp, &vm->stages, node)
+		tlbb_stage_free(st);
+}
+
+/*
+ * Mode off, as unregistration writes it: every other writer's stage is
+ * cancelled (its commit then fails with ECANCELED, its writes too, until
+ * it writes "stage" or "abort"), so nothing staged before can bring the
+ * VM back. vm->lock held.
+ */
+static void tlbb_vm_cancel_stages(struct tlbb_vm *vm, struct tlbb_stage *keep)
+{
+	struct tlbb_stage *st;
+
+	list_for_each_entry(st, &vm->stages, node)
+		if (st != keep)
+			st->cancelled = true;
+}
+
+/*
+ * A write outside a stage: the deprecated write-by-write registration,
+ * kept for one release for the previous release's client (which writes
+ * mode off without staging). Said once.
+ */
+static void tlbb_vm_plain_write(void)
+{
+	pr_notice_once("write-by-write registration (a write to pid, vcpu_tids, ranges, mode or a tunable without \"stage\") is deprecated and goes in the next release; use stage and commit\n");
+}
+
+/*
+ * Where a write of the calling thread goes: 1 with *@stp its stage, 0
+ * when it has none (the write applies at once), -ECANCELED when its stage
+ * was cancelled by mode off. vm->lock held.
+ */
+static int tlbb_vm_staging(struct tlbb_vm *vm, struct tlbb_stage **stp)
+{
+	struct tlbb_stage *st = tlbb_stage_mine(vm);
+
+	*stp = st;
+	if (!st) {
+		tlbb_vm_plain_write();
+		return 0;
+	}
+	return st->cancelled ? -ECANCELED : 1;
+}
+
+unsigned int tlbb_vm_nr_stages(struct tlbb_vm *vm)
+{
+	struct tlbb_stage *st;
+	unsigned int n = 0;
+
+	tlbb_stage_mine(vm);		/* drops the orphans */
+	list_for_each_entry(st, &vm->stages, node)
+		n += !st->cancelled;
+	return n;
+}
+
+/*
+ * For reading commit: "staging", "cancelled" or "idle" for the reader,
+ * and the last result it should see: its stage's last refused commit,
+ * else the VM's last commit. vm->lock held.
+ */
+const char *tlbb_vm_stage_state(struct tlbb_vm *vm, int *err,
+				const char **msg)
+{
+	struct tlbb_stage *st = tlbb_stage_mine(vm);
+
+	*err = vm->commit_err;
+	*msg = vm->commit_msg;
+	if (!st)
+		return "idle";
+	if (st->commit_msg[0]) {
+		*err = st->commit_err;
+		*msg = st->commit_msg;
+	}
+	return st->cancelled ? "cancelled" : "staging";
 }
 
 /*
@@ -146,6 +275,7 @@ static void tlbb_vm_stop(struct tlbb_vm *vm)
 		tlbb_thp_forget(vm);
 	}
 	vm->lim.stuck = 0;
+	vm->lim.last_err = 0;
 	vm->mode = TLBB_MODE_OFF;
 	strscpy(vm->backend_desc, "none (mode off)", sizeof(vm->backend_desc));
 	tlbb_configfs_unpin(vm);
@@ -282,14 +412,27 @@ int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr)
 {
 	struct mm_struct *mm = NULL;
 	struct pid *pid = NULL;
+	struct tlbb_stage *st;
 	int ret;
 
 	if (nr < 0)
 		return -EINVAL;
 	mutex_lock(&vm->lock);
-	ret = 0;
-	if (vm->stage) {
-		vm->stage->pid = nr;	/* checked at commit */
+	ret = tlbb_vm_staging(vm, &st);
+	if (ret) {
+		if (ret < 0)
+			goto out;
+		/* resolved now, held, checked at commit */
+		ret = -ESRCH;
+		if (nr) {
+			pid = find_get_pid(nr);
+			if (!pid)
+				goto out;
+		}
+		swap(st->pid, pid);
+		st->pid_nr = nr;
+		st->staged |= TLBB_STAGED_PID;
+		ret = 0;
 		goto out;
 	}
 	ret = -EBUSY;
@@ -361,24 +504,67 @@ static int tlbb_vcpu_pids(struct pid *owner, const int *tids, unsigned int n,
 	return ret;
 }
 
+/*
+ * Stage @n thread ids (appended to what the stage holds; with nothing
+ * staged yet, "+" appends to the live list): each resolved now and held;
+ * that they are threads of the process, once each, is checked at commit.
+ */
+static int tlbb_stage_vcpus(struct tlbb_vm *vm, struct tlbb_stage *st,
+			    const int *tids, unsigned int n, bool append)
+{
+	unsigned int i, at;
+	struct pid **got;
+
+	at = append ? (st->staged & TLBB_STAGED_TIDS ? st->nr_tids :
+		       vm->nr_vcpus) : 0;
+	if (at + n > TLBB_MAX_VCPUS)
+		return -ERANGE;
+	got = kvcalloc(max(n, 1U), sizeof(*got), GFP_KERNEL);
+	if (!got)
+		return -ENOMEM;
+	/* all found, or the stage unchanged */
+	for (i = 0; i < n; i++) {
+		got[i] = find_get_pid(tids[i]);
+		if (!got[i]) {
+			while (i--)
+				put_pid(got[i]);
+			kvfree(got);
+			return -ESRCH;
+		}
+	}
+	if (append && !(st->staged & TLBB_STAGED_TIDS)) {
+		tlbb_stage_put_tids(st);
+		for (i = 0; i < vm->nr_vcpus; i++) {
+			st->tids[i] = get_pid(vm->vcpus[i]);
+			st->tid_nrs[i] = pid_vnr(vm->vcpus[i]);
+		}
+		st->nr_tids = vm->nr_vcpus;
+	} else if (!append) {
+		tlbb_stage_put_tids(st);
+	}
+	for (i = 0; i < n; i++) {
+		st->tids[at + i] = got[i];
+		st->tid_nrs[at + i] = tids[i];
+	}
+	st->nr_tids = at + n;
+	st->staged |= TLBB_STAGED_TIDS;
+	kvfree(got);
+	return 0;
+}
+
 int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 		      bool append)
 {
 	struct pid **pids = NULL;
 	unsigned int i, j, total;
+	struct tlbb_stage *st;
 	int ret, bad;
 
 	mutex_lock(&vm->lock);
-	if (vm->stage) {
-		struct tlbb_stage *st = vm->stage;
-
-		total = n + (append ? st->nr_tids : 0);
-		ret = -ERANGE;
-		if (total > TLBB_MAX_VCPUS)
-			goto out;
-		memcpy(st->tids + total - n, tids, n * sizeof(*tids));
-		st->nr_tids = total;
-		ret = 0;
+	ret = tlbb_vm_staging(vm, &st);
+	if (ret) {
+		if (ret > 0)
+			ret = tlbb_stage_vcpus(vm, st, tids, n, append);
 		goto out;
 	}
 	ret = -EBUSY;
@@ -421,13 +607,18 @@ int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
 		       unsigned int n)
 {
 	struct mm_struct *mm = NULL;
+	struct tlbb_stage *st;
 	int ret;
 
 	mutex_lock(&vm->lock);
-	if (vm->stage) {
-		memcpy(vm->stage->ranges, r, n * sizeof(*r));
-		vm->stage->nr_ranges = n;	/* checked at commit */
-		ret = 0;
+	ret = tlbb_vm_staging(vm, &st);
+	if (ret) {
+		if (ret > 0) {
+			memcpy(st->ranges, r, n * sizeof(*r));
+			st->nr_ranges = n;	/* checked at commit */
+			st->staged |= TLBB_STAGED_RANGES;
+			ret = 0;
+		}
 		goto out;
 	}
 	ret = -EBUSY;
@@ -470,13 +661,22 @@ static void tlbb_vm_start(struct tlbb_vm *vm, enum tlbb_mode mode)
 
 int tlbb_vm_set_mode(struct tlbb_vm *vm, enum tlbb_mode mode)
 {
-	int ret = 0;
+	struct tlbb_stage *st;
+	int ret;
 
 	mutex_lock(&vm->lock);
-	if (vm->stage) {
-		vm->stage->mode = mode;		/* checked at commit */
+	ret = tlbb_vm_staging(vm, &st);
+	if (ret) {
+		if (ret > 0) {
+			st->mode = mode;	/* checked at commit */
+			st->staged |= TLBB_STAGED_MODE;
+			ret = 0;
+		}
 		goto out;
 	}
+	/* off unregisters: nothing staged before may bring the VM back */
+	if (mode == TLBB_MODE_OFF)
+		tlbb_vm_cancel_stages(vm, NULL);
 	if (mode == vm->mode)
 		goto out;
 	if (mode != TLBB_MODE_OFF) {
@@ -501,18 +701,28 @@ out:
 
 int tlbb_vm_set_param(struct tlbb_vm *vm, enum tlbb_param_id id, u64 val)
 {
-	struct tlbb_params p, *live;
-	int ret = -ERANGE;
+	struct tlbb_stage *st;
+	struct tlbb_params p;
+	int ret;
 
+	BUILD_BUG_ON(TLBB_P_COUNT > 64);	/* staged_params */
 	mutex_lock(&vm->lock);
-	live = vm->stage ? &vm->stage->params : &vm->params;
-	p = *live;
-	if (tlbb_param_set(&p, id, val) || tlbb_params_check(&p))
+	ret = tlbb_vm_staging(vm, &st);
+	if (ret < 0)
 		goto out;
-	*live = p;
-	if (!vm->stage && vm->mode != TLBB_MODE_OFF)
-		tlbb_ctrl_set_params(&vm->ctrl, &p);
+	p = st ? st->params : vm->params;
+	ret = -ERANGE;
+	if (tlbb_param_set(&p, id, val))
+		goto out;
 	ret = 0;
+	if (st) {
+		st->params = p;
+		st->staged_params |= BIT_ULL(id);
+		goto out;
+	}
+	vm->params = p;
+	if (vm->mode != TLBB_MODE_OFF)
+		tlbb_ctrl_set_params(&vm->ctrl, &p);
 out:
 	mutex_unlock(&vm->lock);
 	return ret;
@@ -520,46 +730,66 @@ out:
 
 /* ---- staged registration: "stage", then writes, then "commit" ---- */
 
-/* Begin (or restart) staging from the live values. */
+/*
+ * Begin (or restart) the calling thread's stage, empty: a commit applies
+ * only what is written after this.
+ */
 int tlbb_vm_stage(struct tlbb_vm *vm)
 {
-	struct tlbb_stage *st = kvzalloc(sizeof(*st), GFP_KERNEL);
-	unsigned int i;
+	struct tlbb_stage *st = kvzalloc(sizeof(*st), GFP_KERNEL), *old;
+	unsigned int n = 0;
+	int ret = 0;
 
 	if (!st)
 		return -ENOMEM;
+	st->owner = get_pid(task_pid(current));
 	mutex_lock(&vm->lock);
-	st->pid = vm->pid ? pid_vnr(vm->pid) : 0;
-	for (i = 0; i < vm->nr_vcpus; i++)
-		st->tids[i] = pid_vnr(vm->vcpus[i]);
-	st->nr_tids = vm->nr_vcpus;
-	memcpy(st->ranges, vm->ranges, sizeof(st->ranges));
-	st->nr_ranges = vm->nr_ranges;
+	old = tlbb_stage_mine(vm);
+	if (old) {
+		tlbb_stage_free(old);
+	} else {
+		/* cancelled ones too: each holds its writer's memory */
+		list_for_each_entry(old, &vm->stages, node)
+			n++;
+		ret = -EBUSY;		/* that many writers at once */
+		if (n >= TLBB_MAX_STAGES)
+			goto out;
+		ret = 0;
+	}
 	st->params = vm->params;
-	st->mode = vm->mode;
-	kvfree(vm->stage);
-	vm->stage = st;
+	list_add_tail(&st->node, &vm->stages);
+	st = NULL;
+out:
 	mutex_unlock(&vm->lock);
-	return 0;
+	if (st) {
+		put_pid(st->owner);
+		kvfree(st);
+	}
+	return ret;
 }
 
 int tlbb_vm_abort(struct tlbb_vm *vm)
 {
+	struct tlbb_stage *st;
 	int ret = -EINVAL;
 
 	mutex_lock(&vm->lock);
-	if (vm->stage) {
-		tlbb_vm_unstage(vm);
+	st = tlbb_stage_mine(vm);
+	if (st) {
+		tlbb_stage_free(st);
 		ret = 0;
 	}
 	mutex_unlock(&vm->lock);
 	return ret;
 }
 
-/* Record the outcome of a commit for reading; returns @err. */
-__printf(3, 4)
-static int tlbb_commit_result(struct tlbb_vm *vm, int err, const char *fmt,
-			      ...)
+/*
+ * Record the outcome of a commit for reading (the VM's last, and a
+ * refused one in @st too); returns @err.
+ */
+__printf(4, 5)
+static int tlbb_commit_result(struct tlbb_vm *vm, struct tlbb_stage *st,
+			      int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -567,75 +797,131 @@ static int tlbb_commit_result(struct tlbb_vm *vm, int err, const char *fmt,
 	vsnprintf(vm->commit_msg, sizeof(vm->commit_msg), fmt, ap);
 	va_end(ap);
 	vm->commit_err = err;
+	if (st) {
+		strscpy(st->commit_msg, vm->commit_msg, sizeof(st->commit_msg));
+		st->commit_err = err;
+	}
 	return err;
 }
 
+/* Is @t a live thread of the process @owner? */
+static bool tlbb_thread_of(struct pid *tid, struct pid *owner)
+{
+	struct task_struct *t;
+	bool ok;
+
+	rcu_read_lock();
+	t = pid_task(tid, PIDTYPE_PID);
+	ok = t && task_tgid(t) == owner;
+	rcu_read_unlock();
+	return ok;
+}
+
 /*
- * Apply everything staged at once, or nothing: the whole stage is checked
- * against the system first (the pid, every tid, every range against the
- * process's mappings, what the mode needs), and the first fault found is
- * returned and named in vm->commit_msg ("<attribute>: <why>"); the VM is
- * then unchanged and still staging. Applying fails only on -ENOMEM or a
+ * Check the calling thread's stage against the system and apply what it
+ * wrote, at once, or nothing (see docs/kernel-module.md, "Registration").
+ * What it did not write stays as it is live. The first fault found is
+ * returned and named in the commit file ("<attribute>: <why>"); the VM is
+ * then unchanged and the stage kept. Applying fails only on -ENOMEM or a
  * signal while registering a new process (left off, pid 0, as a failed
  * pid write would).
+ *
+ * Only what changes is redone: a new process re-registers everything; a
+ * mode change, or new ranges while monitored, restart the controller; new
+ * vcpu_tids restart the counters only; tunables go to the running
+ * controller as a plain write does, so its limit and hold stay.
  */
 int tlbb_vm_commit(struct tlbb_vm *vm)
 {
 	struct mm_struct *mm = NULL, *check_mm;
-	struct pid **pids = NULL, *pid = NULL;
+	bool new_proc, live_ok, need_proc, ranges_new = false;
+	bool tids_new = false, restart, pinned = false;
+	struct pid **pids = NULL, *np = NULL;
+	unsigned int i, j, nr_ranges;
 	struct tlbb_stage *st;
-	bool same = false, pinned = false;
-	int ret, bad = 0;
+	struct tlbb_params p;
+	enum tlbb_mode mode;
+	int ret;
 
 	mutex_lock(&vm->lock);
-	st = vm->stage;
+	st = tlbb_stage_mine(vm);
 	if (!st) {
-		ret = tlbb_commit_result(vm, -EINVAL,
+		ret = tlbb_commit_result(vm, NULL, -EINVAL,
 					 "commit: nothing staged (write stage first)");
 		goto out;
 	}
-	if (st->pid < 0 || (!st->pid && st->mode != TLBB_MODE_OFF)) {
-		ret = tlbb_commit_result(vm, -ESRCH, "pid: none staged, mode %s needs one",
-					 tlbb_mode_name(st->mode));
+	if (st->cancelled) {
+		ret = tlbb_commit_result(vm, st, -ECANCELED,
+					 "commit: stage cancelled by mode off (write stage again)");
 		goto out;
 	}
-	if (!st->pid && (st->nr_tids || st->nr_ranges)) {
-		ret = tlbb_commit_result(vm, -ESRCH, "pid: none staged for %s",
-					 st->nr_tids ? "vcpu_tids" : "ranges");
+
+	live_ok = vm->pid && vm->mm && !READ_ONCE(vm->released);
+	new_proc = (st->staged & TLBB_STAGED_PID) &&
+		   (st->pid ? !tlbb_vm_same_process(vm, st->pid) : !!vm->pid);
+	mode = st->staged & TLBB_STAGED_MODE ? st->mode : vm->mode;
+	if (st->staged & TLBB_STAGED_RANGES)
+		nr_ranges = st->nr_ranges;
+	else
+		nr_ranges = new_proc ? 0 : vm->nr_ranges;
+
+	/* the process */
+	need_proc = mode != TLBB_MODE_OFF ||
+		    (st->staged & TLBB_STAGED_TIDS && st->nr_tids) ||
+		    (st->staged & TLBB_STAGED_RANGES && st->nr_ranges);
+	if (need_proc && ((new_proc && !st->pid) || (!new_proc && !vm->pid))) {
+		if (mode != TLBB_MODE_OFF)
+			ret = tlbb_commit_result(vm, st, -ESRCH, "pid: none staged, mode %s needs one",
+						 tlbb_mode_name(mode));
+		else
+			ret = tlbb_commit_result(vm, st, -ESRCH, "pid: none staged for %s",
+						 st->staged & TLBB_STAGED_TIDS &&
+						 st->nr_tids ? "vcpu_tids" : "ranges");
 		goto out;
 	}
-	if (st->pid) {
-		pid = find_get_pid(st->pid);
-		ret = -ESRCH;
-		if (pid) {
-			same = tlbb_vm_same_process(vm, pid);
-			ret = same ? 0 : tlbb_check_process(pid, &mm);
-		}
+	if (new_proc && st->pid) {
+		ret = tlbb_check_process(st->pid, &mm);
 		if (ret) {
-			tlbb_commit_result(vm, ret, "pid: %d is %s", st->pid,
+			tlbb_commit_result(vm, st, ret, "pid: %d is %s", st->pid_nr,
 					   ret == -ESRCH ? "no (live) process" :
 					   "not a user process");
 			goto out;
 		}
+	} else if (need_proc && !live_ok) {
+		ret = tlbb_commit_result(vm, st, -ESRCH,
+					 "pid: the registered process has exited");
+		goto out;
 	}
-	if (st->nr_tids) {
-		ret = -ENOMEM;
-		pids = kvcalloc(st->nr_tids, sizeof(*pids), GFP_KERNEL);
-		if (!pids) {
-			tlbb_commit_result(vm, ret, "vcpu_tids: out of memory");
-			goto out;
+
+	/* the vCPU threads: threads of the process, each once */
+	if (st->staged & TLBB_STAGED_TIDS) {
+		struct pid *owner = new_proc ? st->pid : vm->pid;
+
+		for (i = 0; i < st->nr_tids; i++) {
+			ret = -ESRCH;
+			if (!tlbb_thread_of(st->tids[i], owner))
+				break;
+			ret = -EINVAL;
+			for (j = 0; j < i; j++)
+				if (st->tids[j] == st->tids[i])
+					break;
+			if (j < i)
+				break;
+			ret = 0;
 		}
-		ret = tlbb_vcpu_pids(pid, st->tids, st->nr_tids, pids, 0, &bad);
 		if (ret) {
-			kvfree(pids);
-			pids = NULL;
-			tlbb_commit_result(vm, ret, "vcpu_tids: %d is %s", bad,
-					   ret == -ESRCH ?
+			tlbb_commit_result(vm, st, ret, "vcpu_tids: %d is %s",
+					   st->tid_nrs[i], ret == -ESRCH ?
 					   "not a thread of pid" : "listed twice");
 			goto out;
 		}
+		tids_new = new_proc || st->nr_tids != vm->nr_vcpus;
+		for (i = 0; !tids_new && i < st->nr_tids; i++)
+			tids_new = st->tids[i] != vm->vcpus[i];
 	}
-	if (st->nr_ranges) {
+
+	/* the ranges, against the process's mappings */
+	if (st->staged & TLBB_STAGED_RANGES && st->nr_ranges) {
 		check_mm = mm ?: vm->mm;
 		ret = -ESRCH;
 		if (check_mm && mmget_not_zero(check_mm)) {
@@ -644,64 +930,102 @@ int tlbb_vm_commit(struct tlbb_vm *vm)
 			mmput(check_mm);
 		}
 		if (ret) {
-			tlbb_commit_result(vm, ret, "ranges: %s",
+			tlbb_commit_result(vm, st, ret, "ranges: %s",
 					   ret == -EFAULT ?
 					   "outside the process's mappings" :
 					   "cannot be checked");
 			goto out;
 		}
 	}
-	if (st->mode != TLBB_MODE_OFF && !st->nr_ranges) {
-		ret = tlbb_commit_result(vm, -EINVAL, "ranges: none staged, mode %s needs them",
-					 tlbb_mode_name(st->mode));
+	if (st->staged & TLBB_STAGED_RANGES)
+		ranges_new = new_proc || st->nr_ranges != vm->nr_ranges ||
+			memcmp(st->ranges, vm->ranges,
+			       st->nr_ranges * sizeof(st->ranges[0]));
+	if (mode != TLBB_MODE_OFF && !nr_ranges) {
+		ret = tlbb_commit_result(vm, st, -EINVAL, "ranges: none staged, mode %s needs them",
+					 tlbb_mode_name(mode));
 		goto out;
 	}
-	if (st->mode != TLBB_MODE_OFF) {
+
+	/* the tunables written (each checked when written) over the live */
+	p = vm->params;
+	for (i = 0; i < TLBB_P_COUNT; i++)
+		if (st->staged_params & BIT_ULL(i))
+			tlbb_param_set(&p, i, tlbb_param_get(&st->params, i));
+
+	restart = new_proc || mode != vm->mode ||
+		  (ranges_new && mode != TLBB_MODE_OFF);
+	if (restart && mode != TLBB_MODE_OFF) {
 		ret = tlbb_configfs_pin(vm);
 		if (ret) {
-			tlbb_commit_result(vm, ret, "commit: the VM is being removed");
+			tlbb_commit_result(vm, st, ret, "commit: the VM is being removed");
 			goto out;
 		}
 		pinned = true;
 	}
-
-	/* Everything checked: apply. */
-	tlbb_vm_stop(vm);
-	if (!pid || !same) {
-		ret = tlbb_vm_attach(vm, &pid, mm);
-		mm = NULL;		/* reference dropped by attach */
-		if (ret) {
-			tlbb_commit_result(vm, ret, "pid: registration failed");
+	if (tids_new) {
+		/* the stage's references move to the VM */
+		ret = -ENOMEM;
+		pids = kvcalloc(max(st->nr_tids, 1U), sizeof(*pids),
+				GFP_KERNEL);
+		if (!pids) {
+			tlbb_commit_result(vm, st, ret, "vcpu_tids: out of memory");
 			goto out;
 		}
 	}
-	tlbb_vm_put_vcpus(vm);
-	vm->vcpus = pids;
-	vm->nr_vcpus = st->nr_tids;
-	pids = NULL;
-	memcpy(vm->ranges, st->ranges, sizeof(vm->ranges));
-	vm->nr_ranges = st->nr_ranges;
-	vm->params = st->params;
-	if (st->mode != TLBB_MODE_OFF) {
-		tlbb_vm_start(vm, st->mode);
+
+	/* Everything checked: apply what changes. */
+	if (restart)
+		tlbb_vm_stop(vm);
+	if (new_proc) {
+		np = get_pid(st->pid);
+		ret = tlbb_vm_attach(vm, &np, mm);
+		mm = NULL;		/* reference dropped by attach */
+		if (ret) {
+			tlbb_commit_result(vm, st, ret, "pid: registration failed");
+			goto out;
+		}
+	}
+	if (tids_new) {
+		bool counting = !restart && vm->mode != TLBB_MODE_OFF;
+
+		if (counting)
+			tlbb_counter_stop(vm);
+		tlbb_vm_put_vcpus(vm);
+		memcpy(pids, st->tids, st->nr_tids * sizeof(*pids));
+		vm->vcpus = pids;
+		vm->nr_vcpus = st->nr_tids;
+		pids = NULL;
+		st->nr_tids = 0;	/* moved */
+		if (counting)
+			tlbb_counter_start(vm);
+	}
+	if (ranges_new) {
+		memcpy(vm->ranges, st->ranges, sizeof(vm->ranges));
+		vm->nr_ranges = st->nr_ranges;
+	}
+	if (memcmp(&p, &vm->params, sizeof(p))) {
+		vm->params = p;
+		if (!restart && vm->mode != TLBB_MODE_OFF)
+			tlbb_ctrl_set_params(&vm->ctrl, &p);
+	}
+	if (restart && mode != TLBB_MODE_OFF) {
+		tlbb_vm_start(vm, mode);
 		pinned = false;		/* the started mode owns the pin */
 	}
-	tlbb_vm_unstage(vm);
-	ret = tlbb_commit_result(vm, 0, "committed");
+	/* off unregisters: nothing staged before may bring the VM back */
+	if (st->staged & TLBB_STAGED_MODE && mode == TLBB_MODE_OFF)
+		tlbb_vm_cancel_stages(vm, st);
+	tlbb_stage_free(st);
+	ret = tlbb_commit_result(vm, NULL, 0, "committed");
 out:
 	if (pinned)
 		tlbb_configfs_unpin(vm);
 	mutex_unlock(&vm->lock);
-	if (pids) {
-		unsigned int i;
-
-		for (i = 0; i < st->nr_tids; i++)
-			put_pid(pids[i]);
-		kvfree(pids);
-	}
+	kvfree(pids);
 	if (mm)
 		mmput(mm);
-	put_pid(pid);
+	put_pid(np);
 	return ret;
 }
 

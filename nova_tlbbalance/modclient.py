@@ -207,27 +207,68 @@ class Client:
     def exists(self, vm):
         return os.path.isdir(self._vm(vm))
 
-    def register(self, vm, pid, vcpu_tids, ranges, mode='monitor',
-                 params=None):
-        """Create (or re-use) the VM's directory and register it, as one
-        transaction: ``stage`` to ``commit``, then pid, vcpu_tids, ranges,
-        params and mode (only staged), then ``commit``, which checks all of
-        it and applies it at once or refuses naming the culprit
-        (:class:`ModuleError` with ``detail``; the stage is then aborted,
-        the VM left as it was). ``params``: name -> int, written only for
-        the names given (the module keeps its defaults otherwise).
+    def _transaction(self, vm, values):
+        """One staged transaction on ``vm``'s directory: ``stage``, each
+        ``(attribute, text)`` of ``values`` (only staged), then
+        ``commit``, which checks all of it and applies what was written at
+        once, or refuses naming the culprit (:class:`ModuleError` with
+        ``detail``); any refusal aborts the stage, so the VM is left as it
+        was. The stage is this thread's own (the module keeps one per
+        writer), see docs/kernel-module.md, "Registration"."""
+        d = self._vm(vm)
+        commit = os.path.join(d, 'commit')
+        if os.path.isdir(d) and not os.path.exists(commit):
+            raise ModuleError(
+                commit, errno.EOPNOTSUPP, 'stage',
+                'tlbbalance.ko is older than staged registration (no '
+                'commit attribute): upgrade the module')
+        self._write(commit, 'stage')
+        try:
+            for name, text in values:
+                self._write(os.path.join(d, name), text)
+            try:
+                self._write(commit, 'commit')
+            except ModuleError as exc:
+                raise ModuleError(commit, exc.errno, 'commit',
+                                  self.commit_result(vm)) from None
+        except BaseException:
+            try:
+                self._write(commit, 'abort')
+            except ModuleError:
+                pass        # nothing staged any more (VM gone): fine
+            raise
+        return d
 
-        A module without the ``commit`` attribute (older than staged
-        registration) is registered write by write in the order it needs
-        (mode off, pid, vcpu_tids, ranges, params, mode): see
-        docs/kernel-module.md, "Registration, write by write or staged".
-        """
-        from nova_tlbbalance import module_defs     # only when registering
-        for name, value in (params or {}).items():
-            module_defs.param(name).check(value)    # before any write
+    @staticmethod
+    def _param_values(params):
+        from nova_tlbbalance import module_defs     # only when changing
+        return [(name, str(module_defs.param(name).check(value)))
+                for name, value in (params or {}).items()]
+
+    @staticmethod
+    def _check_mode(mode):
         if mode not in module_iface.mode_names():
             raise ValueError('mode %r: allowed %s'
                              % (mode, ', '.join(module_iface.mode_names())))
+
+    def register(self, vm, pid, vcpu_tids, ranges, mode='monitor',
+                 params=None):
+        """Create (or re-use) the VM's directory and register it, as one
+        staged transaction: ``stage``, pid, vcpu_tids, ranges, params and
+        mode (only staged), then ``commit``, which checks all of it and
+        applies it at once or refuses naming the culprit
+        (:class:`ModuleError` with ``detail``; the stage is then aborted,
+        the VM left as it was). ``params``: name -> int, written only for
+        the names given (the VM keeps its values otherwise). Of an
+        already registered VM the module redoes only what changed.
+
+        Staged registration is the only protocol this client speaks: a
+        module without the ``commit`` attribute is refused
+        (:class:`ModuleError`, EOPNOTSUPP), see docs/kernel-module.md,
+        "Registration".
+        """
+        param_values = self._param_values(params)   # before any write
+        self._check_mode(mode)
         most = module_iface.limit('MAX_VCPUS')
         if len(vcpu_tids) > most:
             raise ValueError('%d vCPU threads; the module takes at most %d'
@@ -245,32 +286,9 @@ class Client:
         # one write of all tids can exceed a page (~512+ vCPUs): append
         values += [('vcpu_tids', text) for text in tid_writes(vcpu_tids)]
         values.append(('ranges', text_ranges))
-        values += [(name, str(module_defs.param(name).check(value)))
-                   for name, value in (params or {}).items()]
-        commit = os.path.join(d, 'commit')
-        if not os.path.exists(commit):
-            self._write(os.path.join(d, 'mode'), 'off')
-            for name, text in values:
-                self._write(os.path.join(d, name), text)
-            if mode != 'off':
-                self._write(os.path.join(d, 'mode'), mode)
-            return d
-        self._write(commit, 'stage')
-        try:
-            for name, text in values + [('mode', mode)]:
-                self._write(os.path.join(d, name), text)
-            try:
-                self._write(commit, 'commit')
-            except ModuleError as exc:
-                raise ModuleError(commit, exc.errno, 'commit',
-                                  self.commit_result(vm)) from None
-        except BaseException:
-            try:
-                self._write(commit, 'abort')
-            except ModuleError:
-                pass        # nothing staged any more (VM gone): fine
-            raise
-        return d
+        values += param_values
+        values.append(('mode', mode))
+        return self._transaction(vm, values)
 
     def commit_result(self, vm):
         """What the last ``commit`` of ``vm`` did: the module's ``<what>``
@@ -285,12 +303,25 @@ class Client:
                 return parts[2]
         return None
 
-    def set_mode(self, vm, mode):
+    def change(self, vm, mode=None, params=None):
+        """Change a registered VM's mode and/or tunables (name -> int) in
+        one staged transaction. Only what is given is written, and the
+        module applies only what changed: a tunable goes to the running
+        controller, whose limit and hold stay."""
+        param_values = self._param_values(params)
+        values = list(param_values)
+        if mode is not None:
+            self._check_mode(mode)
+            values.append(('mode', mode))
         self._need()
-        self._write(os.path.join(self._vm(vm), 'mode'), mode)
+        self._transaction(vm, values)
+
+    def set_mode(self, vm, mode):
+        self.change(vm, mode=mode)
 
     def stop(self, vm):
-        """Switch the VM off (lifts any limit); False if not registered."""
+        """Switch the VM off (lifts any limit); False if not registered.
+        Mode off also cancels any other writer's stage of the VM."""
         if not self.present() or not self.exists(vm):
             return False
         self.set_mode(vm, 'off')
@@ -299,15 +330,18 @@ class Client:
     def unregister(self, vm):
         """Switch the VM off and remove its directory; False if it was not
         there. (The module refuses rmdir of a monitored or balanced VM with
-        EBUSY: only "off" lifts what it holds.)"""
+        EBUSY: only "off" lifts what it holds; it also cancels any stage
+        left by another writer, e.g. a registrar killed before its
+        commit.)"""
         if not self.present():
             return False
         d = self._vm(vm)
-        try:
-            self._write(os.path.join(d, 'mode'), 'off')
-        except ModuleError as exc:
-            if exc.errno != errno.ENOENT:
-                raise
+        if os.path.exists(os.path.join(d, 'commit')):
+            try:
+                self._transaction(vm, [('mode', 'off')])
+            except ModuleError as exc:
+                if exc.errno != errno.ENOENT:
+                    raise
         try:
             os.rmdir(d)
         except FileNotFoundError:

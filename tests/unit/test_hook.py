@@ -102,8 +102,8 @@ def load_module(fake):
     """Stand in for the module: the vms/ dir and vm1's attribute files."""
     d = fake.cfs / 'vms' / 'vm1'
     d.mkdir(parents=True)
-    for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status') + tuple(
-            x.name for x in module_defs.params()):
+    for a in ('pid', 'vcpu_tids', 'ranges', 'mode', 'status',
+              'commit') + tuple(x.name for x in module_defs.params()):
         (d / a).write_text('')
     return d
 

@@ -99,16 +99,74 @@ def test_refused_staged_write_aborts(tmp_path, monkeypatch):
     assert ('commit', 'commit') not in seen
 
 
-def test_module_without_commit_registers_write_by_write(tmp_path,
-                                                        monkeypatch):
-    """A module older than staged registration (no ``commit`` file): the
-    order it needs, mode off first and the mode last."""
+def test_module_without_commit_is_refused(tmp_path, monkeypatch):
+    """Staged registration is the only protocol: a module without the
+    ``commit`` attribute (older than it) is refused before any write,
+    naming the cause, never registered write by write."""
     seen = record_writes(monkeypatch)
     c = modclient.Client(str(fake_tree(tmp_path, commit=False)))
-    c.register('vm1', 1234, [11, 12], RANGES, mode='monitor')
-    assert seen == [('mode', 'off'), ('pid', '1234'),
-                    ('vcpu_tids', '11 12'), ('ranges', RANGES_TEXT),
-                    ('mode', 'monitor')]
+    with pytest.raises(modclient.ModuleError) as ei:
+        c.register('vm1', 1234, [11, 12], RANGES, mode='monitor')
+    assert ei.value.errno == errno.EOPNOTSUPP
+    assert 'older than staged registration' in str(ei.value)
+    with pytest.raises(modclient.ModuleError, match='older than staged'):
+        c.stop('vm1')
+    assert seen == []
+
+
+def test_change_stop_unregister_are_staged_transactions(tmp_path,
+                                                        monkeypatch):
+    """Changing a tunable or the mode, stopping and unregistering: each
+    one stage ... commit of only what changes (the module then redoes
+    only that: a tunable keeps the limit and the hold), never a plain
+    write; ``off`` is what cancels a stage a dead registrar left."""
+    seen = record_writes(monkeypatch)
+    root = fake_tree(tmp_path)
+    c = modclient.Client(str(root))
+    c.change('vm1', params={'interval_ms': 50})
+    assert seen == [('commit', 'stage'), ('interval_ms', '50'),
+                    ('commit', 'commit')]
+    del seen[:]
+    c.change('vm1', mode='balance', params={'samples': 2})
+    assert seen == [('commit', 'stage'), ('samples', '2'),
+                    ('mode', 'balance'), ('commit', 'commit')]
+    del seen[:]
+    c.set_mode('vm1', 'monitor')
+    assert c.stop('vm1') is True
+    assert seen == [('commit', 'stage'), ('mode', 'monitor'),
+                    ('commit', 'commit'),
+                    ('commit', 'stage'), ('mode', 'off'),
+                    ('commit', 'commit')]
+    del seen[:]
+    real_rmdir = os.rmdir
+
+    def rmdir(path):    # configfs's rmdir takes the attributes along
+        for f in os.listdir(path):
+            os.unlink(os.path.join(path, f))
+        real_rmdir(path)
+    monkeypatch.setattr(modclient.os, 'rmdir', rmdir)
+    assert c.unregister('vm1') is True
+    assert seen == [('commit', 'stage'), ('mode', 'off'),
+                    ('commit', 'commit')]
+    assert not (root / 'vms/vm1').exists()
+    assert c.unregister('vm1') is False
+    with pytest.raises(ValueError, match='mode'):
+        c.change('vm1', mode='fast')
+    with pytest.raises(KeyError, match='no_such_knob'):
+        c.change('vm1', params={'no_such_knob': 1})
+
+
+def test_refused_change_aborts_and_names_the_culprit(tmp_path,
+                                                     monkeypatch):
+    root = fake_tree(tmp_path)
+    (root / 'vms/vm1/commit').write_text(
+        'staging\nlast -3 pid: the registered process has exited\n')
+    seen = record_writes(monkeypatch, {('commit', 'commit'): errno.ESRCH})
+    c = modclient.Client(str(root))
+    with pytest.raises(modclient.ModuleError) as ei:
+        c.set_mode('vm1', 'balance')
+    assert ei.value.detail == 'pid: the registered process has exited'
+    assert seen[-1] == ('commit', 'abort')
 
 
 def test_absent(tmp_path):
@@ -213,6 +271,7 @@ def test_stop_status_unregister(tmp_path):
     assert c.status('vm1') == {'huge_pages': '12', 'state': 'exited',
                                'mode': 'monitor', 'pid': '99'}
     assert c.status('gone') is None
+    # no attributes (configfs took them at rmdir): nothing to stage
     for f in os.listdir(str(root / 'vms/empty')):
         os.unlink(str(root / 'vms/empty' / f))
     assert c.unregister('empty') is True
