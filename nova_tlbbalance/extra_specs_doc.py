@@ -65,11 +65,14 @@ CONFLICTS = (
      '(clusters), `tlbbalance:strict=true`',
      'the scope cannot be honoured; without strict this is a warning in '
      'the compute log'),
-    ('`tlbbalance:backing=hugetlbfs` without `hw:mem_page_size` (large or '
-     'a size)',
+    ('`tlbbalance:backing=hugetlbfs` without `hw:mem_page_size` set to a '
+     'huge page size (`large` or a size above 4 KiB)',
      'hugetlbfs pages are nova\'s `hw:mem_page_size` job'),
-    ('`tlbbalance:backing=thp` with `hw:mem_page_size` (large or a size)',
-     'the guest would be backed by hugetlbfs pages, not THP'),
+    ('`tlbbalance:backing=thp` with `hw:mem_page_size` set to a huge page '
+     'size (`large` or a size above 4 KiB)',
+     'the guest would be backed by hugetlbfs pages, not THP; '
+     '`hw:mem_page_size=small` or a 4 KiB size is accepted (a NUMA '
+     'topology on small pages, which THP still backs)'),
     ('`tlbbalance:backing=thp` with `[libvirt] file_backed_memory`',
      'THP backing needs anonymous memory'),
     ('`tlbbalance:backing=hugetlbfs` with `[libvirt] file_backed_memory` '

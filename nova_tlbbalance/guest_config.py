@@ -182,9 +182,9 @@ def _apply_backing(root, policy, huge_page_kib, allocation_threads,
     if policy.backing == 'hugetlbfs':
         if not hugepages:
             raise PolicyConflict(
-                'tlbbalance:backing=hugetlbfs needs hw:mem_page_size (large '
-                'or a page size): the guest has no <hugepages> memory '
-                'backing')
+                'tlbbalance:backing=hugetlbfs needs hw:mem_page_size set to '
+                'a huge page size (large or a size above 4 KiB): the guest '
+                'has no <hugepages> memory backing')
         _insert_ordered(membacking, 'nosharepages', _MEMBACKING_ORDER)
         return
     # thp

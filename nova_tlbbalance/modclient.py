@@ -32,8 +32,11 @@ def _name_re():
 
 
 def valid_name(name):
-    """Whether ``name`` is a valid VM directory name for the module."""
-    return bool(name) and bool(_name_re().match(name))
+    """Whether ``name`` is a valid VM directory name for the module:
+    1 to NAME_MAX of NAME_CHARS, and neither ``.`` nor ``..`` (which
+    would name vms/ itself or the configfs root)."""
+    return bool(name) and name not in ('.', '..') and \
+        bool(_name_re().match(name))
 
 
 def store_max():

@@ -100,6 +100,9 @@ def main(argv=None):
     ident.add_argument('--name', help='provider name instead of a UUID')
     p.add_argument('--trait', action='append', default=[], metavar='TRAIT',
                    help='an extra CUSTOM_ trait (repeatable)')
+    p.add_argument('--check', action='store_true',
+                   help='with --output: write nothing, say "would write" '
+                   'or "unchanged"')
     p.add_argument('--sys-root', default='/sys', help=argparse.SUPPRESS)
     p.add_argument('--proc-root', default='/proc', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -113,8 +116,12 @@ def main(argv=None):
     if not args.output:
         sys.stdout.write(text)
         return 0
-    wrote = filewrite.write_if_changed(args.output, text, 0o644)
-    print('%s %s traits=%s' % ('written' if wrote else 'unchanged',
+    if args.check:
+        wrote = filewrite.differs(args.output, text, 0o644)
+    else:
+        wrote = filewrite.write_if_changed(args.output, text, 0o644)
+    print('%s %s traits=%s' % ((('would write' if args.check else 'written')
+                                if wrote else 'unchanged'),
                                args.output,
                                ','.join(t for t, _ in traits) or '-'))
     return 0

@@ -21,13 +21,22 @@ opts = [
     cfg.DictOpt('ssh_hosts', default={},
                 help='host_access=ssh: compute service host name -> '
                      'address to SSH to (default: the host name itself).'),
-    cfg.StrOpt('ssh_user', default='root', help='SSH user.'),
+    cfg.StrOpt('ssh_user', default='tempest',
+               help='SSH user: a user of its own, not root; what needs '
+                    'root goes through sudo -n under the rule of '
+                    'docs/tempest.md.'),
     cfg.StrOpt('ssh_key_file', default='',
                help='SSH private key file (default: the agent/defaults).'),
     cfg.IntOpt('ssh_port', default=22, help='SSH port.'),
+    cfg.StrOpt('ssh_known_hosts_file', default='',
+               help='A known hosts file (OpenSSH format) with the compute '
+                    'hosts\' keys, read besides /etc/ssh/ssh_known_hosts '
+                    'and ~/.ssh/known_hosts. A host whose key is in none '
+                    'of them, or differs, is refused (never added).'),
     cfg.BoolOpt('ssh_sudo', default=True,
-                help='Prefix host commands with sudo -n (the probes read '
-                     '/proc/<qemu pid> and configfs: they need root).'),
+                help='Prefix the host commands that need root with sudo -n '
+                     'when ssh_user is not root (the probes read '
+                     '/proc/<qemu pid> and configfs).'),
     cfg.StrOpt('cli', default='tlbbalance',
                help='The tlbbalance command on the compute hosts (it must '
                     'run with the nova_tlbbalance installed there).'),

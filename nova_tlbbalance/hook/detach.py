@@ -15,23 +15,20 @@ has finished), so a quick destroy never races a registration.
 """
 
 import os
-import re
 import zlib
 
+from nova_tlbbalance.hook import strictness
 from nova_tlbbalance.hook.config import Config
 from nova_tlbbalance.hook.config import ConfigError
 
-# every strict= attribute value in the XML; the spellings of false are
-# extra_specs' (nova's strutils): anything else may mean strict
-_STRICT = re.compile(rb'''\bstrict\s*=\s*(?:"([^"]*)"|'([^']*)')''')
-_FALSE = (b'0', b'f', b'false', b'off', b'n', b'no')
-
 
 def surely_not_strict(data):
-    """True when no strict= value in the XML can mean true (absent is the
-    default, false). Errs on the side of strict."""
-    return all((a or b).strip().lower() in _FALSE
-               for a, b in _STRICT.findall(data))
+    """True when the policy element's strict attribute is absent or
+    reads as false (hook.strictness: the element, not a substring of
+    the whole XML, where a tenant's server name could say strict="true").
+    Unknown (a spelling that is neither, XML that does not parse) is not
+    "surely not": that phase stays in the foreground."""
+    return strictness.declared(data) is False
 
 
 def lock_path(state_dir, name):

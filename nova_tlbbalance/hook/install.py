@@ -54,36 +54,42 @@ def render(template, python, pkg_parent, conf):
     return head + BEGIN + ''.join(body) + END + tail
 
 
-def configure(conf, settings=None):
+def configure(conf, settings=None, check=False):
     """Write the settings file conf: the given settings (validated: a
     bad one raises config.ConfigError naming it) and every other one as a
     commented default. With no setting given an existing file is only
-    checked (operator edits kept). True when it wrote."""
+    checked (operator edits kept). True when it wrote (check: would
+    write; nothing is written)."""
     given = {k: v for k, v in (settings or {}).items() if v is not None}
     config.check(given, 'setting')
     if not given and os.path.exists(conf):
         config.Config.load(conf, env={})       # raises if bad
         return False
+    if check:
+        return filewrite.differs(conf, config.render(given), 0o644)
     return filewrite.write_if_changed(conf, config.render(given), 0o644)
 
 
-def install(dest=DEST, python=None, settings=None, conf=None):
+def install(dest=DEST, python=None, settings=None, conf=None, check=False):
     """Write the settings file (:func:`configure`) and the hook to dest
     unless it is already there, same text and executable; returns True
     when it wrote the hook (so that a rollout restarts libvirtd only
     then). A hook outside DEST needs its own conf: the host's
-    /etc/tlbbalance/hook.conf is never touched for a test's hook."""
+    /etc/tlbbalance/hook.conf is never touched for a test's hook. check:
+    write nothing, return whether it would write the hook."""
     if conf is None:
         if os.path.abspath(dest) != DEST:
             raise ValueError('a hook installed at %s needs conf= (its own '
                              'settings file, not %s)' % (dest, config.PATH))
         conf = config.PATH
-    configure(conf, settings)
+    configure(conf, settings, check)
     python = python or sys.executable
     pkg_parent = os.path.dirname(os.path.dirname(
         os.path.abspath(nova_tlbbalance.__file__)))
     with open(template_path()) as f:
         text = render(f.read(), python, pkg_parent, os.path.abspath(conf))
+    if check:
+        return filewrite.differs(dest, text, 0o755)
     return filewrite.write_if_changed(dest, text, 0o755)
 
 
@@ -97,6 +103,9 @@ def main(argv=None):
                    '(default %(default)s)')
     p.add_argument('--uninstall', action='store_true',
                    help='remove the hook (the settings file stays)')
+    p.add_argument('--check', action='store_true',
+                   help='write nothing: say what would be written '
+                   '("would install", "settings would be written")')
     g = p.add_argument_group('settings', 'written to the --config file '
                              '(docs/hook.md)')
     for s in config.SETTINGS:
@@ -112,14 +121,18 @@ def main(argv=None):
         return 0
     settings = {s.name: getattr(args, s.name) for s in config.SETTINGS}
     try:
-        conf_written = configure(args.config, settings)
-        wrote = install(args.dest, args.python, None, args.config)
+        conf_written = configure(args.config, settings, args.check)
+        wrote = install(args.dest, args.python, None, args.config,
+                        args.check)
     except config.ConfigError as exc:
         p.error(str(exc))
-    # "installed" or "unchanged" first: Ansible's changed_when reads it.
-    print('%s %s' % ('installed' if wrote else 'unchanged', args.dest))
-    print('settings %s %s' % ('written' if conf_written else 'unchanged',
-                              args.config))
+    # "installed"/"would install" or "unchanged" first: Ansible's
+    # changed_when reads it.
+    print('%s %s' % (('would install' if args.check else 'installed')
+                     if wrote else 'unchanged', args.dest))
+    print('settings %s %s' % (('would be written' if args.check
+                               else 'written')
+                              if conf_written else 'unchanged', args.config))
     return 0
 
 

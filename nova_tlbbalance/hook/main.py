@@ -15,6 +15,8 @@ libvirt goes on at once; ``stopped``/``release`` wait for that child.
 import sys
 import time
 
+from nova_tlbbalance.hook import strictness
+
 NS = b'http://openstack.org/xmlns/tlbbalance/1.0'
 PASS_THROUGH = ('migrate', 'restore')
 STARTUP = ('prepare', 'started', 'reconnect')     # hook.phases
@@ -46,18 +48,16 @@ def main(argv=None, stdin=None, stdout=None, conf=None):
     except Exception as exc:
         # A broken installation (a module that no longer imports, a bug
         # before a phase's own guard): never take every VM down with it.
-        # Only a tagged domain that asked for strict mode is refused.
+        # Only a tagged domain whose policy element asks for strict mode
+        # is refused (hook.strictness: the element, not a substring).
+        refuse = op in ('prepare', 'started') and \
+            strictness.declared(data) is True
         sys.stderr.write('tlbbalance hook: internal error in %s %s (%s: '
-                         '%s); domain left unmanaged\n'
-                         % (op, sub, type(exc).__name__, exc))
-        return 1 if op in ('prepare', 'started') and looks_strict(data) \
-            else 0
-
-
-def looks_strict(data):
-    """The template's own test (libvirt-hooks/tlbbalance) when nothing
-    else can be trusted."""
-    return b'strict="true"' in data or b"strict='true'" in data
+                         '%s); %s\n'
+                         % (op, sub, type(exc).__name__, exc,
+                            'strict policy: domain refused' if refuse
+                            else 'domain left unmanaged'))
+        return 1 if refuse else 0
 
 
 def _dispatch(name, op, sub, data, t0, conf):

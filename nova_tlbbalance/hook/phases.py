@@ -33,6 +33,10 @@ from nova_tlbbalance.shown import shown
 # hostfacts, proc, memmap, modclient), in the function, not here.
 
 
+# the phases where a failure of a strict domain refuses it
+REFUSING = ('prepare', 'started')
+
+
 def run(name, op, sub, data, t0, conf=None, background=False):
     """background: in the detached child (hook.detach); said in the
     record."""
@@ -41,10 +45,21 @@ def run(name, op, sub, data, t0, conf=None, background=False):
         pol = policy_mod.Policy.from_domain_xml(data)
         dom = domxml.parse(data) if pol is not None else None
     except ValueError as exc:
-        # The strictness itself is unknown: never block the VM on it.
-        log.record(domain=name, phase=op, rc=0, result='bad policy: %s' % exc,
-                   elapsed_ms=_ms(t0))
-        return 0
+        # One rule with the hook's other error paths (hook.strictness):
+        # a policy element whose strict attribute says true fails closed
+        # at a start (prepare, started) even if the rest of it does not
+        # parse; otherwise the VM runs unmanaged. reconnect (libvirtd
+        # restarted under a running guest) never kills the guest for it.
+        from nova_tlbbalance.hook import strictness
+        strict = strictness.declared(data) is True
+        rc = 1 if strict and op in REFUSING else 0
+        result = 'bad policy: %s' % exc
+        if rc:
+            sys.stderr.write('tlbbalance (strict policy) refuses domain %s: '
+                             '%s\n' % (shown(name), clip(result)))
+        log.record(domain=name, phase=op, rc=rc, result=result,
+                   elapsed_ms=_ms(t0), **({'strict': True} if strict else {}))
+        return rc
     if pol is None:
         return 0
     extra = {'background': True} if background else {}

@@ -92,6 +92,18 @@ class Recap:
         return '\n'.join(ln for ln in self.out.splitlines()
                          if ln.startswith(('changed:', 'TASK [')))
 
+    def changed_tasks(self, host):
+        """The names of the tasks (and handlers) that reported a change
+        on host, in order."""
+        out, task = [], None
+        for ln in self.out.splitlines():
+            m = re.match(r'(?:TASK|RUNNING HANDLER) \[(.*)\]', ln)
+            if m:
+                task = m.group(1)
+            elif re.match(r'changed: \[%s[\]\s]' % re.escape(host), ln):
+                out.append(task)
+        return out
+
     def summary(self, name):
         hosts = ', '.join('%s %.1f s' % kv for kv in sorted(
             self.times.items()))
@@ -175,6 +187,9 @@ class Fleet:
         self.key = os.path.join(self.dir, 'ssh', 'id_ed25519')
         self.runs = []
         self.run_names = []
+        # the controller's TMPDIR (the role's scratch directory is made
+        # in it, per run)
+        self.ctl_tmp = os.path.join(self.dir, 'ctl-tmp')
 
     # -- set-up
     def start_network(self):
@@ -271,7 +286,8 @@ class Fleet:
             json.dump(inv, f, indent=1)
         return path
 
-    def playbook(self, inventory, extra=None, timeout=900, limit=None):
+    def playbook(self, inventory, extra=None, timeout=900, limit=None,
+                 check=False):
         env = dict(os.environ)
         env.update({
             'ANSIBLE_NOCOLOR': '1', 'ANSIBLE_FORCE_COLOR': '0',
@@ -282,7 +298,7 @@ class Fleet:
             'ANSIBLE_FORKS': '10', 'ANSIBLE_HOST_KEY_CHECKING': '0',
             'ANSIBLE_CALLBACKS_ENABLED': 'fleet_times',
             'ANSIBLE_CALLBACK_PLUGINS': os.path.join(HERE, 'callback_plugins'),
-            'TMPDIR': os.path.join(self.dir, 'ctl-tmp'),
+            'TMPDIR': self.ctl_tmp,
         })
         os.makedirs(env['TMPDIR'], exist_ok=True)
         argv = ['ip', 'netns', 'exec', self.ctl, PLAYBOOK_BIN, '-i',
@@ -292,6 +308,8 @@ class Fleet:
             argv += ['-e', json.dumps(extra)]
         if limit:
             argv += ['--limit', limit]
+        if check:
+            argv += ['--check']
         load0 = os.getloadavg()[0]
         t0 = time.monotonic()
         p = subprocess.run(argv, capture_output=True, text=True, env=env,

@@ -161,6 +161,17 @@ class TestBootModes(base.TLBBalanceTestBase):
                          root.find('memoryBacking/source').get('type'))
         self.assertEqual(1, len(root.findall('./cpu/numa/cell')))
 
+    def test_thp_with_4k_page_size_flavor(self):
+        # a 4 KiB hw:mem_page_size is the small page: no hugetlbfs
+        # backing, so backing=thp is accepted (docs/extra-specs.md)
+        self.start_compute()
+        server = self._boot({'tlbbalance:mode': 'monitor',
+                             'hw:mem_page_size': '4KB'})
+        root = self._xml(server)
+        self.assertIsNone(root.find('memoryBacking/hugepages'))
+        self.assertEqual('anonymous',
+                         root.find('memoryBacking/source').get('type'))
+
     def test_mode_off_still_tagged(self):
         self.start_compute()
         server = self._boot({'tlbbalance:mode': 'off',

@@ -265,6 +265,32 @@ def test_strict_misaligned_vm_refused(host):
     assert host.virsh('domstate', name).stdout.strip() == 'shut off'
 
 
+def test_strict_policy_that_does_not_parse_refused(host, vm):
+    """One rule for a policy element that does not parse
+    (docs/hook.md, strict mode when something fails): strict="true" fails
+    closed, libvirt refusing the start with the
+    culprit named; a non-strict one runs unmanaged, even when tenant text
+    in the domain XML (here its description) says strict="true"."""
+    name = 'tlbbit-strict-bad-policy'
+    host.define(tagged_by_hand(name, {'mode': 'turbo', 'strict': 'true'},
+                               memory_mib=64), name)
+    _, p = host.start_domain(name, check=False)
+    print(p.stderr)
+    assert p.returncode != 0
+    assert 'tlbbalance (strict policy) refuses domain' in p.stderr
+    assert "'turbo'" in p.stderr
+    assert host.virsh('domstate', name).stdout.strip() == 'shut off'
+    name = 'tlbbit-loose-bad-policy'
+    xml = tagged_by_hand(name, {'mode': 'turbo', 'strict': 'false'},
+                         memory_mib=64)
+    vm(name, xml.replace('<os>', '<description>web strict="true"'
+                         '</description><os>', 1))
+    for phase in ('prepare', 'started'):
+        rec = wait_hook(host, name, phase)
+        assert rec['rc'] == 0 and rec['result'].startswith('bad policy: '), \
+            rec
+
+
 def test_hugetlbfs_vm(host, vm):
     name = 'tlbbit-hugetlbfs'
     plain = libvirthost.plain_domain(name, memory_mib=128, pins=PINS)

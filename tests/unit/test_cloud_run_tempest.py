@@ -129,6 +129,7 @@ def facts(tmp_path, kinds):
             'flavors': {'tlbb.tiny': 'f1', 'tlbb.tiny.alt': 'f2'},
             'logs': str(tmp_path), 'auth_url': 'http://127.0.0.1:1/v3',
             'region': 'RegionOne', 'venv': '/v',
+            'admin': {'user': 'admin', 'password': 'pw', 'project': 'admin'},
             'hosts': [{'name': 'h%d' % i, 'kind': k,
                        'hugetlbfs': '/var/lib/libvirt/hugepages'}
                       for i, k in enumerate(kinds)]}
@@ -162,6 +163,19 @@ def test_tempest_conf_for_the_ssh_pass(tmp_path):
     assert c.get('tlbbalance', 'ssh_port') == '24415'
     assert c.get('tlbbalance', 'cli') == '/v/bin/tlbbalance'
     assert c.get('tlbbalance', 'libvirt_uri') == 'qemu:///system'
+    # the sshds' keys are known: the plugin refuses unknown hosts
+    assert c.get('tlbbalance', 'ssh_known_hosts_file') == '/known_hosts'
+
+
+def test_ssh_pass_known_hosts_file(tmp_path):
+    d = tmp_path / 'ssh'
+    d.mkdir()
+    (d / 'host_ed25519.pub').write_text('ssh-ed25519 AAAAC3Nz tlbb\n')
+    path = sshaccess.known_hosts(str(d), {'h1': '127.1.0.2',
+                                          'h0': '127.1.0.1'}, 24415)
+    assert open(path).read() == (
+        '[127.1.0.1]:24415 ssh-ed25519 AAAAC3Nz\n'
+        '[127.1.0.2]:24415 ssh-ed25519 AAAAC3Nz\n')
 
 
 def test_worker_file_splits_kvm_tests_from_the_rest():

@@ -43,3 +43,17 @@ def test_help_prints_usage_and_writes_no_file(tmp_path, monkeypatch,
     assert exc.value.code == 0
     assert 'usage:' in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_thp_conflict_row_names_a_huge_page_size():
+    """backing=thp is refused with hw:mem_page_size set to a huge page
+    size only: `small` and 4 KiB sizes give no hugetlbfs backing and are
+    accepted (tests/functional/test_boot_modes.py), so the table must
+    not say "(large or a size)"."""
+    text = extra_specs_doc.render()
+    row, = [line for line in text.splitlines()
+            if line.startswith('| `tlbbalance:backing=thp` with '
+                               '`hw:mem_page_size`')]
+    assert 'a huge page size' in row
+    assert 'large or a size' not in row
+    assert '`hw:mem_page_size=small` or a 4 KiB size is accepted' in row

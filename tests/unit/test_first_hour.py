@@ -96,7 +96,8 @@ def microversion(text):
 
 
 def test_cloud_openrc_validates_extra_specs(tmp_path):
-    lay = configs.Layout(str(tmp_path), 20000, str(tmp_path / 'venv'))
+    lay = configs.Layout(str(tmp_path), 20000, str(tmp_path / 'venv'),
+                         configs.new_secrets())
     env = dict(re.match(r'^export (\w+)=(.*)$', line).groups()
                for line in cloud.openrc(lay).splitlines())
     assert microversion(env['OS_COMPUTE_API_VERSION']) >= VALIDATING

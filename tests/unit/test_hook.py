@@ -670,3 +670,182 @@ def test_reconnect_registers_a_running_strict_vm_despite_its_problems(fake):
     assert rec['result'] == ('registered as vm1 (mode balance); '
                              '1 problem(s)'), rec
     assert (d / 'pid').read_text() == str(PID)
+
+
+# -- strictness on the error paths (docs/hook.md) --------------------------
+# nova writes the server's display name into <nova:name> (quotes are not
+# escaped in element text), and libvirt keeps <title> and <description>
+# as given: tenant text inside the domain XML.
+
+def tenant_named(xml, text='web strict="true"'):
+    meta = ('<nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/'
+            'nova/1.1"><nova:name>%s</nova:name></nova:instance>' % text)
+    return xml.replace(b'<metadata>', b'<metadata>' + meta.encode(), 1) \
+        .replace(b'<memory ', b"<description>%s</description><memory "
+                 % text.encode(), 1)
+
+
+def foreign_strict(xml):
+    """A strict="true" attribute on an element of another namespace."""
+    return xml.replace(b'</metadata>', b'<o:policy xmlns:o="urn:other" '
+                       b'strict="true"/></metadata>', 1)
+
+
+STRICTNESS_CASES = [
+    # (label, XML, declared)
+    ('not strict', domain(), False),
+    ('strict', domain(strict='true'), True),
+    ('strict yes', domain(strict=' YES '), True),
+    ('tenant name says strict', tenant_named(domain()), False),
+    ('tenant name, single quotes', tenant_named(domain(), "x strict='1'"),
+     False),
+    ('foreign element says strict', foreign_strict(domain()), False),
+    ('strict, rest unparsable',
+     domain(strict='true').replace(b'"balance"', b'"turbo"'), True),
+    ('unknown spelling', domain(strict='junk'), None),
+    ('not well-formed', domain(strict='true')[:-10], None),
+    ('untagged', b'<domain><name>x</name></domain>', False),
+    ('no strict attribute', domain().replace(b'strict="false"', b''), False),
+]
+
+
+@pytest.mark.parametrize('label,xml,want', STRICTNESS_CASES,
+                         ids=[c[0] for c in STRICTNESS_CASES])
+def test_strictness_is_the_policy_attribute(label, xml, want):
+    from nova_tlbbalance.hook import strictness
+    assert strictness.declared(xml) is want
+    assert strictness.declared(xml.decode()) is want
+
+
+def test_strictness_spellings_are_the_extra_specs_ones():
+    from nova_tlbbalance import extra_specs
+    from nova_tlbbalance.hook import strictness
+    assert strictness.TRUE == extra_specs._TRUE
+    assert strictness.FALSE == extra_specs._FALSE
+    from nova_tlbbalance import policy
+    assert strictness.POLICY == policy.POLICY_TAG
+
+
+def bare_hook(tmp_path):
+    """The installed hook with its package unimportable (the template's
+    fallback runs)."""
+    dest = str(tmp_path / 'tlbbalance')
+    with open(install.template_path()) as f:
+        text = install.render(f.read(), sys.executable, str(tmp_path / 'x'),
+                              None)
+    with open(dest, 'w') as f:
+        f.write(text)
+    os.chmod(dest, 0o755)
+    return dest
+
+
+@pytest.mark.parametrize('label,xml,want', STRICTNESS_CASES,
+                         ids=[c[0] for c in STRICTNESS_CASES])
+def test_template_fallback_refuses_only_a_strict_policy(
+        tmp_path, label, xml, want):
+    """The installed hook without its package: a tenant's server named
+    `web strict="true"` (or a foreign element's strict attribute) no
+    longer makes a non-strict VM fail to start; the template's copy of
+    the rule answers as hook.strictness does."""
+    dest = bare_hook(tmp_path)
+    for op in ('prepare', 'started', 'stopped'):
+        p = subprocess.run([dest, 'vm1', op, 'begin', '-'], input=xml,
+                           capture_output=True, env={'PATH': '/usr/bin:/bin'},
+                           timeout=60)
+        assert b'cannot import nova_tlbbalance' in p.stderr
+        refused = want is True and op != 'stopped'
+        assert p.returncode == (1 if refused else 0), (op, p.stderr)
+        assert (b'strict policy: domain refused' in p.stderr) == refused
+
+
+def broken_package(tmp_path):
+    import nova_tlbbalance
+    import shutil
+    src = os.path.dirname(os.path.abspath(nova_tlbbalance.__file__))
+    shutil.copytree(src, str(tmp_path / 'nova_tlbbalance'),
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    with open(str(tmp_path / 'nova_tlbbalance/hook/phases.py'), 'a') as f:
+        f.write('\nraise RuntimeError("broken on purpose")\n')
+
+
+def test_catch_all_ignores_tenant_text_saying_strict(tmp_path):
+    """main()'s catch-all (a phase module that raises on import): the
+    tenant's name saying strict="true" is not a strict policy."""
+    broken_package(tmp_path)
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'sys.exit(m.main(sys.argv[1:], sys.stdin.buffer, '
+            'sys.stdout.buffer))')
+    for xml, rc in ((tenant_named(domain()), 0),
+                    (foreign_strict(domain()), 0),
+                    (tenant_named(domain(strict='true')), 1)):
+        p = subprocess.run([sys.executable, '-c', code, 'vm1', 'started',
+                            'begin', '-'], input=xml,
+                           capture_output=True, cwd=str(tmp_path),
+                           env={'PATH': '/usr/bin:/bin',
+                                'TLBB_HOOK_CONF': os.devnull}, timeout=60)
+        assert p.returncode == rc, p.stderr
+        assert b'internal error in started begin (RuntimeError: broken ' \
+            b'on purpose)' in p.stderr
+
+
+def test_background_ignores_tenant_text_saying_strict(fake, tmp_path):
+    """background = true: a non-strict VM whose server name says
+    strict="true" is still detached (the regex over the whole XML kept
+    it in the foreground); a strict policy is not."""
+    dest, env = installed(fake, tmp_path, background='true')
+    p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                       input=tenant_named(domain()), capture_output=True,
+                       env=env, timeout=30)
+    assert (p.returncode, p.stderr) == (0, b'')
+    rec = wait_record(fake, 'prepare')
+    assert rec.get('background') is True, rec
+    p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
+                       input=foreign_strict(domain(strict='true')),
+                       capture_output=True, env=env, timeout=30)
+    assert 'background' not in fake.records()[-1]
+
+
+def test_strict_policy_that_does_not_parse_fails_closed(fake, capsys):
+    """One rule: a policy element saying strict="true" is strict even when
+    another part of it does not parse; the start is refused with the
+    parse error named. Not at reconnect (the guest runs already), and
+    not for a non-strict or unknown strictness (it runs unmanaged)."""
+    bad = domain(strict='true').replace(b'"balance"', b'"turbo"')
+    for op in ('prepare', 'started'):
+        assert run(op, bad)[0] == 1, op
+        err = capsys.readouterr().err
+        assert "tlbbalance (strict policy) refuses domain 'vm1': bad " \
+            "policy: domain 'vm1': <tlbbalance:policy> attribute" in err
+        assert "'turbo'" in err
+        rec = fake.records()[-1]
+        assert (rec['rc'], rec['strict']) == (1, True), rec
+    assert run('reconnect', bad)[0] == 0
+    assert fake.records()[-1]['result'].startswith('bad policy: ')
+    for other in (domain().replace(b'"balance"', b'"turbo"'),
+                  domain(strict='junk'),
+                  tenant_named(domain()).replace(b'"balance"', b'"turbo"')):
+        assert run('started', other)[0] == 0
+        assert fake.records()[-1]['result'].startswith('bad policy: ')
+
+
+def test_install_check_writes_nothing_and_says_what_it_would(tmp_path,
+                                                             capsys):
+    """--check (Ansible's check mode): "would install" on a fresh host,
+    nothing written; "unchanged" once installed."""
+    dest = str(tmp_path / 'qemu.d' / 'tlbbalance')
+    conf = str(tmp_path / 'hook.conf')
+    argv = ['--dest', dest, '--python', sys.executable, '--config', conf,
+            '--timeout', '3']
+    assert install.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == (
+        'would install %s\nsettings would be written %s\n' % (dest, conf))
+    assert not os.path.exists(dest) and not os.path.exists(conf)
+    assert install.main(argv) == 0
+    capsys.readouterr()
+    assert install.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == 'unchanged %s\nsettings unchanged %s\n' \
+        % (dest, conf)
+    assert install.main(argv[:-1] + ['4', '--check']) == 0
+    assert capsys.readouterr().out == (
+        'unchanged %s\nsettings would be written %s\n' % (dest, conf))
+    assert 'timeout = 3\n' in open(conf).read()

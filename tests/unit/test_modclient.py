@@ -244,6 +244,22 @@ def test_limits_and_names(tmp_path):
         modclient.vm_dir_name('a b', 'c d')
 
 
+def test_dot_names_are_not_vm_names(tmp_path):
+    """`.` and `..` are made of allowed characters, but as a directory
+    name under vms/ `..` is the module's configfs root: refused, and a
+    domain so named registers under its UUID."""
+    c = modclient.Client(str(fake_tree(tmp_path)))
+    for name in ('.', '..'):
+        assert not modclient.valid_name(name)
+        with pytest.raises(ValueError, match='invalid tlbbalance VM name'):
+            c.status(name)
+    for name in ('...', '.vm', 'vm.', 'a..b'):
+        assert modclient.valid_name(name), name
+    uuid = '8700de68-5f03-4b08-add1-b64dbaea62f9'
+    assert modclient.vm_dir_name('..', uuid) == uuid
+    assert modclient.vm_dir_name('.', uuid) == uuid
+
+
 def test_stop_status_unregister(tmp_path):
     root = fake_tree(tmp_path, vms=('vm1', 'empty'))
     (root / 'vms/vm1/status').write_text(

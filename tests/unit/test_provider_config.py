@@ -119,3 +119,16 @@ def test_nova_rejects_what_the_schema_forbids(tmp_path):
     write(path, pc.render([]).replace("'1.0'", "'2.0'"))
     with pytest.raises(nova_exc.ProviderConfigException):
         nova_reads(path)
+
+
+def test_cli_check_writes_nothing(tmp_path, capsys):
+    s, p = roots(tmp_path)
+    out = str(tmp_path / 'pc' / 'tlbbalance.yaml')
+    argv = ['--output', out, '--sys-root', s, '--proc-root', p]
+    assert pc.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == 'would write %s traits=-\n' % out
+    assert not os.path.exists(out)
+    assert pc.main(argv) == 0
+    capsys.readouterr()
+    assert pc.main(argv + ['--check']) == 0
+    assert capsys.readouterr().out == 'unchanged %s traits=-\n' % out

@@ -81,7 +81,8 @@ def main(argv=None):
             p.error('--variant %r: NAME=KEY=VALUE[,KEY=VALUE...]' % v)
     with open(os.path.join(cloud.top_dir(), 'cloud.json')) as f:
         facts = json.load(f)
-    adm = api.Client(facts['auth_url']).authenticate()
+    adm = api.Client(facts['auth_url'],
+                     password=facts['admin']['password']).authenticate()
     image = facts['images']['tlbb-payload']
     hdr = {'OpenStack-API-Version': 'compute 2.86'}
     flavors = {}

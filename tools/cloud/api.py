@@ -24,8 +24,8 @@ class ApiError(Exception):
 class Client:
     """Password auth against keystone v3, project scoped."""
 
-    def __init__(self, auth_url, user='admin', password='admin',
-                 project='admin', timeout=60):
+    def __init__(self, auth_url, password, user='admin', project='admin',
+                 timeout=60):
         self.auth_url = auth_url
         self.user = user
         self.password = password

@@ -54,23 +54,26 @@ def start_mariadb(lay, state):
 
 
 def mysql(lay, sql, what):
+    # the statements on stdin: a password in them stays out of the
+    # command line (/proc) and the setup log
     return procs.run(['mariadb', '--no-defaults', '-uroot',
-                      '--socket=' + mysql_socket(lay), '-e', sql], what,
-                     lay.log('mariadb-setup'))
+                      '--socket=' + mysql_socket(lay)], what,
+                     lay.log('mariadb-setup'), input=sql)
 
 
 def setup_databases(lay, state):
     procs.wait_for('MariaDB on port %d' % lay.port('mysql'),
                    lambda: _port_answers(lay.port('mysql')), 60,
                    on_wait=lambda: procs.check_alive(state, 'mariadb'))
-    stmts = ["CREATE USER IF NOT EXISTS 'tlbb'@'127.0.0.1' IDENTIFIED BY "
-             "'%s'" % configs.PASSWORD]
+    # the password is URL-safe base64: nothing to quote in SQL
+    stmts = ["CREATE USER IF NOT EXISTS '%s'@'127.0.0.1' IDENTIFIED BY "
+             "'%s'" % (configs.DB_USER, lay.secrets['db'])]
     for db in configs.DATABASES:
         stmts.append('CREATE DATABASE IF NOT EXISTS %s CHARACTER SET utf8'
                      % db)
-        stmts.append("GRANT ALL PRIVILEGES ON %s.* TO 'tlbb'@'127.0.0.1'"
-                     % db)
-    mysql(lay, '; '.join(stmts), 'create the databases')
+        stmts.append("GRANT ALL PRIVILEGES ON %s.* TO '%s'@'127.0.0.1'"
+                     % (db, configs.DB_USER))
+    mysql(lay, ';\n'.join(stmts) + ';\n', 'create the databases')
 
 
 # -- RabbitMQ ---------------------------------------------------------------
@@ -104,16 +107,24 @@ def _rabbit_env(lay):
     }
 
 
+def rabbit_config(lay):
+    """rabbitmq.conf: the broker's first boot (a fresh database every up)
+    creates this user instead of guest/guest; guest never exists."""
+    return ('default_user = %s\n'
+            'default_pass = %s\n'
+            'listeners.tcp.default = 127.0.0.1:%d\n'
+            'log.file.level = warning\n'
+            'disk_free_limit.absolute = 50MB\n') % (
+                configs.RABBIT_USER, lay.secrets['rabbit'],
+                lay.port('rabbit'))
+
+
 def start_rabbit(lay, state):
     env = _rabbit_env(lay)
     os.makedirs(env['HOME'], exist_ok=True)
     with open(env['RABBITMQ_ENABLED_PLUGINS_FILE'], 'w') as f:
         f.write('[].\n')
-    with open(env['RABBITMQ_CONFIG_FILE'], 'w') as f:
-        f.write('loopback_users.guest = false\n'
-                'listeners.tcp.default = 127.0.0.1:%d\n'
-                'log.file.level = warning\n'
-                'disk_free_limit.absolute = 50MB\n' % lay.port('rabbit'))
+    configs.write_private(env['RABBITMQ_CONFIG_FILE'], rabbit_config(lay))
     with open(env['RABBITMQ_ADVANCED_CONFIG_FILE'], 'w') as f:
         f.write('[].\n')
     open(env['RABBITMQ_CONF_ENV_FILE'], 'w').close()

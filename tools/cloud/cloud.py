@@ -173,7 +173,8 @@ def create_flavors(adm):
 # -- readiness ----------------------------------------------------------------
 
 def wait_computes(lay, state, hosts, timeout=300):
-    adm = api.Client(lay.auth_url).authenticate()
+    adm = api.Client(lay.auth_url,
+                     password=lay.admin_password).authenticate()
 
     def alive():
         for h in hosts:
@@ -253,6 +254,14 @@ def rss_mib(state):
     return total / 2 ** 20, len(seen)
 
 
+def fresh_top(top):
+    """The cloud's directory, emptied, 0700: only root reads the cloud's
+    files (credentials in many of them)."""
+    shutil.rmtree(top, ignore_errors=True)
+    os.makedirs(top, mode=0o700)
+    os.chmod(top, 0o700)        # whatever the umask
+
+
 def up(args):
     top = top_dir()
     state_path = os.path.join(top, 'state.json')
@@ -265,14 +274,16 @@ def up(args):
                 'down first' % (top, ', '.join(live)))
     base = int(os.environ.get('TLBB_CLOUD_PORT_BASE', '23400'))
     nhosts = int(os.environ.get('TLBB_CLOUD_HOSTS', '2'))
-    lay = configs.Layout(top, base, VENV)
+    # fresh credentials for this cloud (configs.new_secrets)
+    lay = configs.Layout(top, base, VENV, configs.new_secrets())
     ports_free(lay)
     if os.geteuid() != 0:
         raise procs.CloudError('the cloud runs libvirtd and mounts in a '
                                'private namespace: run it as root')
     t_all = time.monotonic()
     ensure_venv()
-    shutil.rmtree(top, ignore_errors=True)
+    fresh_top(top)
+    lay.save_secrets()
     for d in (lay.logs, lay.run, lay.data):
         os.makedirs(d)
     state = procs.State(state_path)
@@ -329,22 +340,23 @@ def up(args):
         say('waiting for the compute hosts')
         wait_computes(lay, state, hosts)
         steps['computes'] = time.monotonic() - t0
-        adm = api.Client(lay.auth_url).authenticate()
+        adm = api.Client(lay.auth_url,
+                         password=lay.admin_password).authenticate()
         images = upload_images(lay, adm)
         flavors = create_flavors(adm)
         facts = {
             'auth_url': lay.auth_url, 'region': configs.REGION,
-            'admin': {'user': 'admin', 'password': 'admin',
+            'admin': {'user': 'admin', 'password': lay.admin_password,
                       'project': 'admin'},
             'images': images, 'flavors': flavors,
             'hosts': [h.facts() for h in hosts], 'venv': VENV, 'top': top,
             'logs': lay.logs,
             'ports': {n: lay.port(n) for n in configs.PORTS},
         }
-        with open(os.path.join(top, 'cloud.json'), 'w') as f:
-            json.dump(facts, f, indent=1, sort_keys=True)
-        with open(os.path.join(top, 'openrc'), 'w') as f:
-            f.write(openrc(lay))
+        # both hold the admin password: 0600
+        configs.write_private(os.path.join(top, 'cloud.json'), json.dumps(
+            facts, indent=1, sort_keys=True))
+        configs.write_private(os.path.join(top, 'openrc'), openrc(lay))
     except BaseException as exc:
         say('FAILED: %s' % exc)
         say('tearing down what was started')
@@ -382,7 +394,7 @@ COMPUTE_API_VERSION = '2.86'
 def openrc(lay):
     return ''.join('export %s=%s\n' % kv for kv in (
         ('OS_AUTH_URL', lay.auth_url), ('OS_USERNAME', 'admin'),
-        ('OS_PASSWORD', 'admin'), ('OS_PROJECT_NAME', 'admin'),
+        ('OS_PASSWORD', lay.admin_password), ('OS_PROJECT_NAME', 'admin'),
         ('OS_USER_DOMAIN_ID', 'default'),
         ('OS_PROJECT_DOMAIN_ID', 'default'),
         ('OS_IDENTITY_API_VERSION', '3'),

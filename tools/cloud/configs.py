@@ -2,15 +2,28 @@
 """Every service's configuration, written with configparser.
 
 One function per service returns ``{section: {option: value}}``; all of
-them read the same ``Layout`` (directories, ports, passwords), so each fact
-about the cloud is stated once. Everything listens on 127.0.0.1 only.
+them read the same ``Layout`` (directories, ports, credentials), so each
+fact about the cloud is stated once. Everything listens on 127.0.0.1 only.
+
+Credentials are made afresh for every ``cloud.py up`` (:func:`new_secrets`:
+the admin's, each service user's, the database's and RabbitMQ's, each its
+own random password) and kept in ``<dir>/secrets.json``; every file that
+holds one is written 0600, and the cloud's directory is 0700: another
+local user of a shared machine gets nothing from it.
 """
 
 import configparser
+import json
 import os
+import secrets as _secrets
 
-PASSWORD = 'tlbb-cloud'        # every service user, the database, RabbitMQ
 REGION = 'RegionOne'
+# keystone users of the services (openstack.SERVICES), the database user,
+# the RabbitMQ user
+SERVICE_USERS = ('placement', 'glance', 'nova', 'neutron')
+DB_USER = 'tlbb'
+RABBIT_USER = 'tlbb'
+SECRETS = 'secrets.json'
 
 # Port offsets from the base port (TLBB_CLOUD_PORT_BASE).
 PORTS = {
@@ -31,10 +44,37 @@ DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
              'nova_cell0', 'neutron')
 
 
-class Layout:
-    """Where everything of one cloud lives, and its ports."""
+def new_secrets():
+    """Random credentials for one cloud: admin, each service user, the
+    database, RabbitMQ (32 URL-safe characters each)."""
+    def token():
+        return _secrets.token_urlsafe(24)
+    return {'admin': token(), 'db': token(), 'rabbit': token(),
+            'services': {u: token() for u in SERVICE_USERS}}
 
-    def __init__(self, top, port_base, venv):
+
+def write_private(path, text):
+    """Write text to a new file readable by its owner only (0600 from its
+    creation: no moment at which it is readable by others)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o600)
+    with os.fdopen(fd, 'w') as f:
+        f.write(text)
+    return path
+
+
+class Layout:
+    """Where everything of one cloud lives, its ports and credentials.
+
+    secrets: the cloud's credentials (:func:`new_secrets`); None reads
+    them from ``<top>/secrets.json`` (a cloud already up)."""
+
+    def __init__(self, top, port_base, venv, secrets=None):
         self.top = top
         self.venv = venv
         self.port_base = port_base
@@ -42,6 +82,33 @@ class Layout:
         self.logs = os.path.join(top, 'log')
         self.data = os.path.join(top, 'data')
         self.run = os.path.join(top, 'run')
+        self._secrets = secrets
+
+    @property
+    def secrets(self):
+        if self._secrets is None:
+            path = os.path.join(self.top, SECRETS)
+            try:
+                with open(path) as f:
+                    self._secrets = json.load(f)
+            except FileNotFoundError:
+                raise FileNotFoundError(
+                    'no credentials at %s: is the cloud up (tools/cloud/'
+                    'cloud.py up)?' % path) from None
+        return self._secrets
+
+    def save_secrets(self):
+        return write_private(os.path.join(self.top, SECRETS),
+                             json.dumps(self.secrets, indent=1,
+                                        sort_keys=True) + '\n')
+
+    @property
+    def admin_password(self):
+        return self.secrets['admin']
+
+    def password(self, user):
+        """The keystone password of service user ``user``."""
+        return self.secrets['services'][user]
 
     def port(self, name):
         return self.port_base + PORTS[name]
@@ -54,12 +121,13 @@ class Layout:
         return self.url('keystone', '/v3')
 
     def db(self, name):
-        return ('mysql+pymysql://tlbb:%s@127.0.0.1:%d/%s?charset=utf8'
-                % (PASSWORD, self.port('mysql'), name))
+        return ('mysql+pymysql://%s:%s@127.0.0.1:%d/%s?charset=utf8'
+                % (DB_USER, self.secrets['db'], self.port('mysql'), name))
 
     @property
     def transport_url(self):
-        return 'rabbit://guest:guest@127.0.0.1:%d/' % self.port('rabbit')
+        return 'rabbit://%s:%s@127.0.0.1:%d/' % (
+            RABBIT_USER, self.secrets['rabbit'], self.port('rabbit'))
 
     def path(self, *parts):
         return os.path.join(self.top, *parts)
@@ -81,10 +149,11 @@ def write(path, sections):
             if isinstance(v, bool):
                 v = 'true' if v else 'false'
             cp.set(sec, k, str(v))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
-        cp.write(f)
-    return path
+    import io
+    buf = io.StringIO()
+    cp.write(buf)
+    # passwords in most of them: 0600, every one
+    return write_private(path, buf.getvalue())
 
 
 def _authtoken(lay, user):
@@ -96,7 +165,7 @@ def _authtoken(lay, user):
         'user_domain_name': 'Default',
         'project_name': 'service',
         'username': user,
-        'password': PASSWORD,
+        'password': lay.password(user),
         'service_token_roles_required': True,
         # token validation is cached in-process: keystone's own cache
         # below keeps each validation cheap when the machine is busy
@@ -112,7 +181,7 @@ def _service_auth(lay, user='nova', section_extra=None):
         'user_domain_name': 'Default',
         'project_name': 'service',
         'username': user,
-        'password': PASSWORD,
+        'password': lay.password(user),
         'region_name': REGION,
     }
     d.update(section_extra or {})

@@ -46,19 +46,23 @@ def write_configs(lay):
 
 
 def _chain(lay, name, steps):
+    # keystone-manage bootstrap reads the admin password from here
+    env = {'OS_BOOTSTRAP_PASSWORD': lay.admin_password}
     for argv in steps:
         procs.run(argv, '%s: %s' % (name, os.path.basename(argv[0])),
-                  lay.log(name + '-setup'), timeout=900)
+                  lay.log(name + '-setup'), timeout=900,
+                  env=env if name == 'keystone' else None)
     return name
 
 
-def sync_schemas(lay, cfg):
-    """Every service's database schema, in parallel (MariaDB does the
-    work; each chain is a few processes in a row)."""
+def schema_chains(lay, cfg):
+    """{service: [argv, ...]}: the commands that make each service's
+    database schema, in order. No password in any argv (/proc shows it
+    to every local user, the setup logs keep it)."""
     b = lay.bin
     kc = ['--config-file', cfg['keystone']]
     nc = ['--config-file', cfg['nova']]
-    chains = {
+    return {
         'keystone': [
             [b('keystone-manage')] + kc + ['db_sync'],
             [b('keystone-manage')] + kc + ['fernet_setup',
@@ -67,8 +71,11 @@ def sync_schemas(lay, cfg):
             [b('keystone-manage')] + kc + ['credential_setup',
                                            '--keystone-user', 'root',
                                            '--keystone-group', 'root'],
+            # the admin password through the environment
+            # (OS_BOOTSTRAP_PASSWORD), not the command line, which any
+            # local user can read in /proc and which the setup log keeps
             [b('keystone-manage')] + kc + [
-                'bootstrap', '--bootstrap-password', 'admin',
+                'bootstrap',
                 '--bootstrap-admin-url', lay.auth_url,
                 '--bootstrap-internal-url', lay.auth_url,
                 '--bootstrap-public-url', lay.auth_url,
@@ -83,14 +90,20 @@ def sync_schemas(lay, cfg):
                      'upgrade', 'heads']],
         'nova': [
             [b('nova-manage')] + nc + ['api_db', 'sync'],
-            [b('nova-manage')] + nc + ['cell_v2', 'map_cell0',
-                                       '--database_connection',
-                                       lay.db('nova_cell0')],
+            # cell0's database: nova's own name + _cell0 (nova_cell0),
+            # read from nova.conf, not given on the command line
+            [b('nova-manage')] + nc + ['cell_v2', 'map_cell0'],
             [b('nova-manage')] + nc + ['cell_v2', 'create_cell',
                                        '--name', 'cell1', '--verbose'],
             [b('nova-manage')] + nc + ['db', 'sync'],
         ],
     }
+
+
+def sync_schemas(lay, cfg):
+    """Every service's database schema, in parallel (MariaDB does the
+    work; each chain is a few processes in a row)."""
+    chains = schema_chains(lay, cfg)
     with concurrent.futures.ThreadPoolExecutor(len(chains)) as ex:
         futs = [ex.submit(_chain, lay, n, s) for n, s in chains.items()]
         for f in concurrent.futures.as_completed(futs):
@@ -135,7 +148,8 @@ def wait_apis(lay, state, timeout=300):
 
 def register_services(lay):
     """Service project, users and the catalog, through keystone's API."""
-    adm = api.Client(lay.auth_url).authenticate()
+    adm = api.Client(lay.auth_url,
+                     password=lay.admin_password).authenticate()
     proj = adm.post(lay.auth_url + '/projects', {'project': {
         'name': 'service', 'domain_id': 'default'}})['project']
     roles = {r['name']: r['id'] for r in
@@ -146,7 +160,7 @@ def register_services(lay):
                 'role': {'name': role}})['role']['id']
     for stype, name, user, port, path in SERVICES:
         u = adm.post(lay.auth_url + '/users', {'user': {
-            'name': user, 'password': configs.PASSWORD,
+            'name': user, 'password': lay.password(user),
             'domain_id': 'default', 'default_project_id': proj['id']}})
         uid = u['user']['id']
         for role in ('admin', 'service'):

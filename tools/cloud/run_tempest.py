@@ -28,6 +28,7 @@ of cloud.py.
 """
 
 import configparser
+import io
 import json
 import os
 import re
@@ -39,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import cloud  # noqa: E402
+import configs  # noqa: E402
 import procs  # noqa: E402
 import sshaccess  # noqa: E402
 import watchdog  # noqa: E402
@@ -90,7 +92,8 @@ def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
                   str(v))
     sec('DEFAULT', log_file=os.path.join(facts['logs'], 'tempest.log'),
         debug=False)
-    sec('auth', admin_username='admin', admin_password='admin',
+    sec('auth', admin_username='admin',
+        admin_password=facts['admin']['password'],
         admin_project_name='admin', admin_domain_name='Default',
         use_dynamic_credentials=True, create_isolated_networks=False)
     sec('identity', uri_v3=facts['auth_url'], auth_version='v3',
@@ -122,8 +125,10 @@ def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
         **tlbbalance))
     ws = os.path.join(top, 'tempest')
     os.makedirs(os.path.join(ws, 'etc'), exist_ok=True)
-    with open(os.path.join(ws, 'etc', name), 'w') as f:
-        c.write(f)
+    # the admin password is in it: 0600 (configs.write_private)
+    buf = io.StringIO()
+    c.write(buf)
+    configs.write_private(os.path.join(ws, 'etc', name), buf.getvalue())
     return ws
 
 

@@ -7,9 +7,12 @@ tempest uses) after the local run, so both backends are exercised. Per
 fast host, Debian's sshd runs inside that host's mount and UTS namespace
 (the ``exec`` prefix of cloud.json, nsenter), listening on a loopback
 address of its own (127.1.0.N) on the cloud's ``ssh`` port; a throwaway
-ed25519 key made here is the only one it accepts. A command over SSH thus
-runs where the host's libvirtd, hugetlbfs and hook live, with the same
-``virsh -c qemu:///system`` and ``tlbbalance`` an operator types there.
+ed25519 key made here is the only one it accepts, and its own host key
+is the one recorded for it in ``ssh/known_hosts`` (the plugin refuses a
+host it does not know: ``[tlbbalance] ssh_known_hosts_file``). A command
+over SSH thus runs where the host's libvirtd, hugetlbfs and hook live,
+with the same ``virsh -c qemu:///system`` and ``tlbbalance`` an operator
+types there.
 
 The sshds are recorded processes of the cloud (``cloud.py down`` stops
 them by pid, also after a failure). The kvm host's commands go through its
@@ -49,6 +52,18 @@ def keys(top):
     return d, os.path.join(d, 'id_ed25519')
 
 
+def known_hosts(d, addrs, port):
+    """ssh/known_hosts: the host key (one for every fast host) under each
+    sshd's address and port; its path."""
+    with open(os.path.join(d, 'host_ed25519.pub')) as f:
+        kind, blob = f.read().split()[:2]
+    path = os.path.join(d, 'known_hosts')
+    with open(path, 'w') as f:
+        for addr in sorted(addrs.values()):
+            f.write('[%s]:%d %s %s\n' % (addr, port, kind, blob))
+    return path
+
+
 def sshd_config(d, addr, port):
     return '\n'.join([
         'ListenAddress %s:%d' % (addr, port),
@@ -62,7 +77,8 @@ def sshd_config(d, addr, port):
 
 
 def start(top, state, facts, port):
-    """An sshd in each fast host; {host name: address}, the key file."""
+    """An sshd in each fast host; {host name: address}, the key file (the
+    known hosts file is beside it: :func:`known_hosts`)."""
     d, key = keys(top)
     addrs = {}
     fast = [h for h in facts['hosts'] if h['kind'] != 'kvm']
@@ -85,6 +101,7 @@ def start(top, state, facts, port):
         procs.wait_for('sshd of %s on %s:%d' % (h, addr, port),
                        lambda: _check(state, 'sshd-' + h, addr, port),
                        READY_TIMEOUT, interval=0.5)
+    known_hosts(d, addrs, port)
     return addrs, key
 
 
@@ -102,6 +119,8 @@ def tlbbalance_options(facts, addrs, key, port):
     writes for their cloud (docs/tempest.md)."""
     return {
         'host_access': 'ssh', 'ssh_user': 'root', 'ssh_key_file': key,
+        'ssh_known_hosts_file': os.path.join(os.path.dirname(key),
+                                             'known_hosts'),
         'ssh_port': port, 'ssh_sudo': False,
         'ssh_hosts': ','.join('%s:%s' % kv for kv in sorted(addrs.items())),
         'cli': os.path.join(facts['venv'], 'bin', 'tlbbalance'),
@@ -122,7 +141,9 @@ class OnlyHosts:
         self.disabled = []
 
     def __enter__(self):
-        self.adm = api.Client(self.facts['auth_url']).authenticate()
+        self.adm = api.Client(
+            self.facts['auth_url'],
+            password=self.facts['admin']['password']).authenticate()
         for s in self._services():
             if s['host'] not in self.names and s['status'] == 'enabled':
                 self._set(s['id'], {'status': 'disabled',

@@ -163,17 +163,15 @@ class ModuleTraitTest(base.TLBBalanceTest):
 
         # khugepaged re-collapses quickly when the limit comes back; put
         # the node's setting back afterwards
-        old = host.check(['cat', KHUGEPAGED_SLEEP]).strip()
-        self.addCleanup(host.run, ['sh', '-c', 'echo %s > %s'
-                                   % (old, KHUGEPAGED_SLEEP)])
-        host.check(['sh', '-c', 'echo 100 > %s' % KHUGEPAGED_SLEEP])
+        old = host.read(KHUGEPAGED_SLEEP).strip()
+        self.addCleanup(host.write, KHUGEPAGED_SLEEP, old + '\n', False)
+        host.write(KHUGEPAGED_SLEEP, '100\n')
 
         # huge TLB thrashed (TEST-ONLY injected refill rates): N_hl goes
         # down to the floor and the stage-2 huge mappings with it
-        self.addCleanup(host.run, ['sh', '-c', 'echo %s off > %s'
-                                   % (vm, TEST_ONLY_INJECT)])
-        host.check(['sh', '-c', 'echo %s %d %d > %s'
-                    % ((vm,) + HUGE_LOAD + (TEST_ONLY_INJECT,))])
+        self.addCleanup(host.write, TEST_ONLY_INJECT, '%s off\n' % vm,
+                        False)
+        host.write(TEST_ONLY_INJECT, '%s %d %d\n' % ((vm,) + HUGE_LOAD))
 
         def down():
             n_hl, _, p2m, st = self._sample(host, domain)
@@ -190,8 +188,7 @@ class ModuleTraitTest(base.TLBBalanceTest):
 
         # the load moves to the small TLB: N_hl back to the whole VM and
         # the huge mappings come back with it
-        host.check(['sh', '-c', 'echo %s %d %d > %s'
-                    % ((vm,) + SMALL_LOAD + (TEST_ONLY_INJECT,))])
+        host.write(TEST_ONLY_INJECT, '%s %d %d\n' % ((vm,) + SMALL_LOAD))
 
         def up():
             n_hl, total, p2m, st = self._sample(host, domain)

@@ -2,7 +2,10 @@
 # Reserve huge pages for hugetlbfs-backed VMs through sysfs, no Python
 # (run by the tlbbalance role through ansible.builtin.script).
 #
-#   tlbbalance-hugepages.sh SIZE_KB=COUNT...     e.g. 2048=512 1048576=4
+#   tlbbalance-hugepages.sh [--check] SIZE_KB=COUNT...   e.g. 2048=512
+#
+# --check (Ansible's check mode): change nothing, print "changed: <what>
+# (check mode)" for each count a real run would set.
 #
 # Sets /sys/kernel/mm/hugepages/hugepages-<SIZE_KB>kB/nr_hugepages to COUNT
 # (now, not across reboots: see docs/ansible.md). Prints "changed: <what>" per
@@ -11,6 +14,8 @@
 # too fragmented or too small), having put the old count back.
 set -u
 host=$(hostname)
+check=0
+[ "${1:-}" = --check ] && { check=1; shift; }
 
 die() {
 	echo "tlbbalance-hugepages: $host: $*" >&2
@@ -27,6 +32,10 @@ for arg in "$@"; do
 		"$(uname -r) (no $f)"
 	have=$(cat "$f")
 	[ "$have" = "$count" ] && continue
+	if [ "$check" = 1 ]; then
+		echo "changed: $f $have -> $count (check mode)"
+		continue
+	fi
 	echo "$count" >"$f" 2>/dev/null
 	got=$(cat "$f")
 	if [ "$got" != "$count" ]; then
