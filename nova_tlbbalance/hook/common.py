@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What every hook phase shares: settings, log, the hard timer."""
 
 import signal

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hook settings: ``/etc/tlbbalance/hook.conf``, section ``[hook]``.
 
 Each setting is declared once, in :data:`SETTINGS` (name, type, default,

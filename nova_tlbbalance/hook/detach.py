@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run a start-up phase in the background (the ``background`` setting).
 
 libvirt waits for every hook process before it goes on with the domain's

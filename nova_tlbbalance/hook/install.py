@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Install the libvirt hook: ``python3 -m nova_tlbbalance.hook.install``.
 
 Copies ``libvirt-hooks/tlbbalance`` to ``/etc/libvirt/hooks/qemu.d/``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hook logging: syslog (/dev/log) or stderr, plus optional JSON lines.
 
 Every phase ends with one record carrying its duration, so the time a hook

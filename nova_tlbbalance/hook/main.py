@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Entry point of the libvirt qemu hook.
 
 libvirt runs ``/etc/libvirt/hooks/qemu.d/tlbbalance NAME OP SUBOP EXTRA``

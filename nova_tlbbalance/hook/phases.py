@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the hook does in the start-up phases of a tagged domain.
 
 prepare   hugetlbfs: free huge pages per host NUMA node; thp: host THP on

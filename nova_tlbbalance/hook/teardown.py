@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """stopped / release of a tagged domain: switch off, then unregister.
 
 Kept apart from the start-up phases so that it imports only the configfs

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Reserve huge pages for hugetlbfs-backed VMs through sysfs, no Python
 # (run by the tlbbalance role through ansible.builtin.script).
 #

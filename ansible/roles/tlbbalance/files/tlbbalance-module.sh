@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tlbbalance.ko on a compute node, in one pass with no Python (run by the
 # tlbbalance role through ansible.builtin.script: under an emulated CPU or
 # on hundreds of nodes every module call counts).
