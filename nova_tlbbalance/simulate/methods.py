@@ -23,7 +23,7 @@ import os
 from nova_tlbbalance.simulate import engine
 from nova_tlbbalance.simulate import paper
 
-METHODS = (('paper', 0), ('hill', 1))
+METHODS = (('paper', 0), ('hill', 1), ('safe', 2))
 DEFAULT_METHOD = 'paper'  # tlbb_params.def: method's default is 0
 
 # (access_ns, refill_ns) overrides, and ns per access with both THP
