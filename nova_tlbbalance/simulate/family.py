@@ -26,10 +26,10 @@ model) with the controller off, with each method of ``methods.METHODS``
 the start (a grid of quarters of the VM plus each method's final limit):
 the best of those and the controller off is the best fixed limit.
 
-The goals of issue 21 are the ``checks``: the safe method never more
-than 1 % slower than the controller off, within 2 % of the best fixed
-limit on the stationary workloads, its reversals bounded
-(``reversal_bound``).
+The goals (docs/simulator.md, "A workload family") are the ``checks``:
+the safe method never more than 1 % slower than the controller off,
+within 2 % of the best fixed limit on the stationary workloads, its
+reversals bounded (``reversal_bound``).
 """
 
 import argparse

@@ -1,10 +1,10 @@
 """The controller's methods side by side (simulate --compare-methods).
 
 The paper's method (``method=0``), the hill method (``method=1``) and the
-safe method (``method=2``, docs/controller.md) on the paper's mcf comparison at its run length and on
-a 62 s run, and on the workloads where huge pages help, each against the
-controller switched off; the goals (docs/simulator.md, "Methods") are
-the ``checks``.
+safe method (``method=2``, docs/controller.md) on the paper's mcf
+comparison at its run length and on a 62 s run, and on the workloads where
+huge pages help, each against the controller switched off; the goals
+(docs/simulator.md, "Methods") are the ``checks``.
 
 Two cost models. The goals were set on the simulator whose refills all
 cost the same (``uniform``: access_ns 100, refill_ns 150, the gs464v
@@ -238,8 +238,9 @@ def checks(out):
         'fitted_hill_faster_than_paper_method':
             fh['vs_both_thp'] < out['fitted']['methods']['paper'][
                 'vs_both_thp'],
-        # issue 21's guard: the safe method at least as good as hill on
-        # the paper's comparison (both ratios, both cost models)
+        # the paper guard (docs/simulator.md, "A workload family"): the
+        # safe method at least as good as hill on the paper's comparison
+        # (both ratios, both cost models)
         'uniform_safe_vs_both_thp_and_host_thp_off_le_hill':
             _safe_le_hill(out['uniform']['methods']),
         'fitted_safe_vs_both_thp_and_host_thp_off_le_hill':

@@ -4,10 +4,11 @@ nova_tlbbalance/simulate/family.py draws one workload per seed (hot sets
 drifting slow to fast, hot sets at the bottom, middle and top of memory,
 scattered mixtures, bursty phases; VMs of 128 MiB to 64 GiB) and runs the
 controller off, each method, and on the stationary workloads limits held
-from the start. Issue 21's goals for the new method (method safe,
-``method=2``) are asserted here: never more than 1 % slower than the
-controller off, within 2 % of the best fixed limit on the stationary
-workloads, reversals bounded. The table (workload x method) is printed
+from the start. The goals of docs/simulator.md ("A workload family") for
+the new method (method safe, ``method=2``) are asserted here: never more
+than 1 % slower than the controller off, within 2 % of the best fixed
+limit on the stationary workloads, reversals bounded. The table
+(workload x method) is printed
 (``pytest -s``, or in the failure message).
 
 CI runs the seeds of ``family.CI_SEEDS`` with short runs
@@ -89,9 +90,10 @@ def test_safe_at_least_as_close_to_best_fixed_as_the_others(out):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    'issue 21 goal not met: with the hot set at the top of a 4 GiB VM '
-    '(seed 9) the best held limit, 32 of 128, lies beyond limits that cost '
-    'more than no controller; the pattern search (tries from the best '
+    'goal not met (docs/simulator.md, "A workload family"): with the '
+    'hot set at the top of a 4 GiB VM (seed 9) the best held limit, 32 '
+    'of 128, lies beyond limits that cost more than no controller; the '
+    'pattern search (tries from the best '
     'limit, halving) never reaches it: 0.9969 of no controller against '
     '0.9269'))
 def test_safe_within_2pct_of_best_fixed_on_stationary(out):
