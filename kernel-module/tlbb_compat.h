@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Differences between the kernels the module supports (6.1 .. 6.12), kept in
+ * Differences between the kernels the module supports (5.10 .. 7.2), kept in
  * one place so the rest of the module reads like current kernel code.
  */
 #ifndef TLBB_COMPAT_H
@@ -8,6 +8,27 @@
 
 #include <linux/mm.h>
 #include <linux/version.h>
+
+/* 5.15 moved the compiler's stdarg.h into the kernel's own headers. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 15, 0)
+#include <linux/stdarg.h>
+#else
+#include <stdarg.h>
+#endif
+
+/*
+ * 6.1 keeps VMAs in a maple tree walked with a VMA iterator; before, a
+ * list from mm->mmap. TLBB_VMA_ITER(it, mm) declares the walk's state,
+ * tlbb_for_each_vma(it, vma) walks every VMA (mmap lock held).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0)
+#define TLBB_VMA_ITER(it, mm)		VMA_ITERATOR(it, mm, 0)
+#define tlbb_for_each_vma(it, vma)	for_each_vma(it, vma)
+#else
+#define TLBB_VMA_ITER(it, mm)		struct mm_struct *it = (mm)
+#define tlbb_for_each_vma(it, vma)	\
+	for ((vma) = (it)->mmap; (vma); (vma) = (vma)->vm_next)
+#endif
 
 /* 6.3 made vm_flags private: writes go through vm_flags_set()/_clear(). */
 static inline void tlbb_vma_set_flags(struct vm_area_struct *vma,

@@ -34,6 +34,7 @@
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/pgtable.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -493,9 +494,9 @@ void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm)
 		return;
 	mmap_write_lock(mm);
 	{
-		VMA_ITERATOR(vmi, mm, 0);
+		TLBB_VMA_ITER(vmi, mm);
 
-		for_each_vma(vmi, vma) {
+		tlbb_for_each_vma(vmi, vma) {
 			if (!vma_is_anonymous(vma) ||
 			    !(vma->vm_flags & VM_NOHUGEPAGE))
 				continue;

@@ -21,10 +21,10 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
-#include <linux/stdarg.h>
 #include <linux/string.h>
 
 #include "tlbb.h"
+#include "tlbb_compat.h"
 
 #define CREATE_TRACE_POINTS
 #include "tlbb_trace.h"

@@ -28,20 +28,26 @@ Where the XML is built:
   adds file backing when the destination has ``[libvirt]
   file_backed_memory``). Three seams put the policy back:
 
+  * ``check_can_live_migrate_source`` (the source's pre-check) reads the
+    policy the guest runs with from the running domain's ``<metadata>``
+    and carries it to the destination in the migrate data (the
+    ``tlbbalance_policy`` field of :class:`LibvirtLiveMigrateData`). It
+    also runs the source's XML step below once on the running domain's
+    XML, so that a failure of it refuses the migration before it starts:
+    once ``_live_migration_operation`` has begun, nova can only put a
+    failed instance in ERROR.
   * ``check_source_migrate_data_at_dest`` (nova: "the last checks on the
     destination"; may raise MigrationPreCheckError) runs on the
-    destination after its resource claim, when nova knows the destination's
-    vCPU pins (``migrate_data.dst_numa_info``) and file backing, and only
-    the destination can read its own CPU topology. There
-    :func:`nova_tlbbalance.guest_config.check_destination` refuses a
-    destination the policy contradicts, as a boot there would be refused;
-    the conductor then tries another host. No domain XML exists there yet,
-    so the policy is the flavor's (as for a boot on that host).
-  * ``check_can_live_migrate_source`` (the source's pre-check) runs the
-    source's XML step below once on the running domain's XML, so that a
-    failure of it refuses the migration before it starts: once
-    ``_live_migration_operation`` has begun, nova can only put a failed
-    instance in ERROR.
+    destination after the source's pre-check and its own resource claim,
+    when nova knows the destination's vCPU pins
+    (``migrate_data.dst_numa_info``) and file backing, and only the
+    destination can read its own CPU topology and see its kernel module.
+    There :func:`nova_tlbbalance.rules.check_destination` and, for a strict
+    guest, :func:`nova_tlbbalance.rules.strict_host` judge the *running*
+    policy carried in the migrate data, the one the destination XML keeps
+    (not the flavor resolved against this host's ``[tlbbalance]``
+    options, which may differ): a refusal is a pre-check error, the guest
+    stays ACTIVE on the source and the conductor tries another host.
   * ``_live_migration_operation`` runs on the source and hands nova's
     destination XML to libvirt through ``guest.migrate(destination_xml=)``.
     The override passes a :class:`_PolicyKeepingGuest` (same libvirt domain)
@@ -68,6 +74,9 @@ from oslo_log import log as logging
 
 from nova import conf as nova_conf
 from nova import exception
+from nova.objects import base as nova_obj_base
+from nova.objects import fields as nova_fields
+from nova.objects import migrate_data as nova_migrate_data
 from nova.virt.libvirt import driver as libvirt_driver
 from nova.virt.libvirt import guest as libvirt_guest
 
@@ -76,6 +85,7 @@ from nova_tlbbalance import guest_config
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import preconditions
 from nova_tlbbalance import policy as tlbb_policy
+from nova_tlbbalance import rules
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
 
@@ -91,6 +101,29 @@ CONFIGFS = None     # the module's configfs root; None: modclient's default
 
 # <allocation threads='N'/> appeared in libvirt 8.2.0.
 MIN_LIBVIRT_ALLOCATION_THREADS = (8, 2, 0)
+
+
+# The migrate data field that carries the running policy from the source's
+# pre-check to the destination's: the <tlbbalance:policy> element, '' for a
+# guest running unmanaged; unset when the source did not send it.
+POLICY_FIELD = 'tlbbalance_policy'
+
+
+@nova_obj_base.NovaObjectRegistry.register
+class LibvirtLiveMigrateData(nova_migrate_data.LibvirtLiveMigrateData):
+    """nova's LibvirtLiveMigrateData plus one field: the running policy.
+
+    Registered under nova's name and version, so nova's code in this
+    process builds and deserialises this class (a subclass: every
+    ``isinstance`` of nova's holds). The field is optional and
+    nullable: a peer without the plugin ignores it when it receives it
+    (oslo.versionedobjects reads only the fields it knows) and never sends
+    it, and then the destination falls back to the flavor (see
+    :meth:`TLBBalanceLibvirtDriver._tlbb_running_policy`).
+    """
+
+    fields = dict(nova_migrate_data.LibvirtLiveMigrateData.fields,
+                  **{POLICY_FIELD: nova_fields.StringField(nullable=True)})
 
 
 class TLBBalancePolicyInvalid(exception.InvalidInput):
@@ -204,23 +237,58 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
         try:
             preconditions.check(domxml.parse(xml), policy, SYS_ROOT,
                                 PROC_ROOT, CONFIGFS)
-        except preconditions.Unmet as exc:
+        except rules.Unmet as exc:
             raise TLBBalancePolicyInvalid(
-                reason='strict policy (tlbbalance:strict=true) not met on '
-                       'host %s: %s' % (CONF.host, exc)) from None
+                reason=rules.strict_unmet(CONF.host, exc)) from None
 
     # -- live migration (see the module docstring) --------------------------
 
     def check_source_migrate_data_at_dest(self, ctxt, instance, migrate_data,
                                           migration, limits, allocs):
-        """On the destination: refuse it if it contradicts the policy."""
+        """On the destination: refuse it if it contradicts the policy the
+        guest runs with."""
         self._tlbb_check_destination(instance, migrate_data)
         return super().check_source_migrate_data_at_dest(
             ctxt, instance, migrate_data, migration, limits, allocs)
 
+    def _tlbb_running_policy(self, instance, migrate_data):
+        """The policy the migrating guest runs with, as the source carried
+        it (None: it runs unmanaged).
+
+        A source that did not carry it (stock nova there, or a release
+        before the field) leaves the flavor resolved against this host's
+        ``[tlbbalance]`` options, the best guess left, said in the log.
+        Raises TLBBalancePolicyInvalid for a flavor that does not parse.
+        """
+        if POLICY_FIELD in migrate_data.fields and \
+                migrate_data.obj_attr_is_set(POLICY_FIELD) and \
+                migrate_data.tlbbalance_policy is not None:
+            carried = migrate_data.tlbbalance_policy
+            if not carried:
+                return None
+            try:
+                return Policy.from_xml(carried)
+            except ValueError as exc:
+                # The source found it in the domain's <metadata>; the XML
+                # step there cannot read it either and migrates the guest
+                # as nova made the XML.
+                LOG.warning('tlbbalance: the source sent a policy this '
+                            'host cannot read (%s); judging this host as '
+                            'for an unmanaged guest', exc, instance=instance)
+                return None
+        policy = instance_policy(instance)
+        if policy is not None:
+            LOG.warning('tlbbalance: the source did not send the policy the '
+                        'guest runs with (no %s in the migrate data: the '
+                        'source runs without this plugin or an older one); '
+                        'judging this host on the flavor and its own '
+                        '[tlbbalance] options', POLICY_FIELD,
+                        instance=instance)
+        return policy
+
     def _tlbb_check_destination(self, instance, migrate_data):
         try:
-            policy = instance_policy(instance)
+            policy = self._tlbb_running_policy(instance, migrate_data)
         except TLBBalancePolicyInvalid as exc:
             LOG.warning('tlbbalance: not checking this host as a live '
                         'migration destination: %s', exc, instance=instance)
@@ -235,29 +303,57 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
                     for vcpu, cpus in numa.cpu_pins.items()}
         _under_policy(
             policy, functools.partial(
-                guest_config.check_destination, policy,
+                rules.check_destination, policy,
                 file_backed_memory=CONF.libvirt.file_backed_memory > 0,
                 pins=pins, nvcpu=instance.flavor.vcpus,
                 topology=self._tlbb_topology(policy)),
             exception.MigrationPreCheckError,
             'check this host as the live migration destination',
             'migrating anyway', instance)
+        if policy.strict:
+            _under_policy(
+                policy, functools.partial(self._tlbb_strict_host, policy),
+                exception.MigrationPreCheckError,
+                'check this host as the live migration destination',
+                'migrating anyway', instance)
+
+    @staticmethod
+    def _tlbb_strict_host(policy):
+        """A strict guest's preconditions on this host, before it moves
+        here (the boot path's :meth:`_tlbb_check_preconditions` without a
+        domain XML: rules.strict_host)."""
+        try:
+            rules.strict_host(policy, SYS_ROOT, CONFIGFS)
+        except rules.Unmet as exc:
+            raise rules.Conflict('%s: %s' % (
+                tlbb_policy.NS_PREFIX,
+                rules.strict_unmet(CONF.host, exc))) from None
 
     def check_can_live_migrate_source(self, context, instance,
                                       dest_check_data,
                                       block_device_info=None):
-        """On the source: a dry run of the destination XML step.
+        """On the source: carry the running policy; a dry run of the
+        destination XML step.
 
-        Runs :meth:`_tlbb_destination_xml` on the running domain's XML, so
-        that a failure it would meet once the migration runs (when nova
+        Puts the policy in the running domain's ``<metadata>`` into the
+        migrate data (:data:`POLICY_FIELD`) for the destination's checks,
+        and runs :meth:`_tlbb_destination_xml` on the running domain's XML,
+        so that a failure it would meet once the migration runs (when nova
         can only put the instance in ERROR) refuses the migration here, the
         guest untouched. What depends on the destination (its file backing,
-        its pins) is checked there: :meth:`check_source_migrate_data_at_dest`.
+        its pins, its module) is checked there:
+        :meth:`check_source_migrate_data_at_dest`.
         """
         data = super().check_can_live_migrate_source(
             context, instance, dest_check_data, block_device_info)
         xml = self._host.get_guest(instance).get_xml_desc(
             dump_migratable=True)
+        if POLICY_FIELD in data.fields:
+            try:
+                running = Policy.from_domain_xml(xml)
+            except ValueError:
+                running = None      # logged by the XML step
+            data.tlbbalance_policy = running.to_xml() if running else ''
         self._tlbb_destination_xml(instance, xml, dry_run=True)
         return data
 

@@ -27,16 +27,17 @@ backing.
 Live migration (see :mod:`nova_tlbbalance.driver`): the source passes the
 destination XML nova made through :func:`apply_to_domain_xml` with
 ``migrating=True`` (backing restored, memory sizes and pins left alone);
-the destination checks itself with :func:`check_destination` (its file
-backing, its pins against its own CPU topology, :func:`check_pins`).
+the destination checks itself with
+:func:`nova_tlbbalance.rules.check_destination` (its file backing, its pins
+against its own CPU topology) on the policy the guest runs with.
 """
 
 import logging
 
 from lxml import etree
 
-from nova_tlbbalance import hostfacts
 from nova_tlbbalance import policy as tlbb_policy
+from nova_tlbbalance import rules
 from nova_tlbbalance.probes import domxml
 
 LOG = logging.getLogger(__name__)
@@ -46,8 +47,9 @@ _MEMBACKING_ORDER = ('hugepages', 'nosharepages', 'locked', 'source',
                      'access', 'allocation', 'discard')
 
 
-class PolicyConflict(ValueError):
-    """The policy contradicts the domain (or the flavor that made it)."""
+# The policy contradicts the domain (or the flavor that made it): the
+# rules module's Conflict, one class whoever judges.
+PolicyConflict = rules.Conflict
 
 
 def _kib(elem):
@@ -153,88 +155,11 @@ def _pins(root):
     return pins
 
 
-def check_pins(pins, nvcpu, policy, topology=None):
-    """tlbi_scope die/cluster: every vCPU pinned to one CPU, one die/cluster.
-
-    ``pins``: {vCPU: set of host CPUs}, as nova pinned them (on this host);
-    ``nvcpu``: the guest's vCPU count; ``topology``: as for
-    :func:`apply_to_domain_xml`, None to read this host's
-    (:func:`nova_tlbbalance.hostfacts.cpu_topology`). nova does the pinning
-    (hw:cpu_policy=dedicated); this only checks it. Raises PolicyConflict
-    when a vCPU is not pinned to one CPU, and, with ``policy.strict``, when
-    the pins span several dies (clusters); otherwise logs a warning.
-    """
-    if policy.tlbi_scope == 'none':
-        return
-    loose = [v for v in range(nvcpu) if len(pins.get(v, ())) != 1]
-    if loose:
-        raise PolicyConflict(
-            'tlbbalance:tlbi_scope=%s needs hw:cpu_policy=dedicated (every '
-            'vCPU pinned to one host CPU); vCPU(s) %s are not'
-            % (policy.tlbi_scope, ','.join(map(str, loose))))
-    cpus = sorted(set().union(*pins.values())) if pins else []
-    if topology is None:
-        topology = hostfacts.cpu_topology()
-    topo = {cpu: topology.get(cpu) for cpu in cpus}
-    unknown = [c for c, t in topo.items() if t is None]
-    if unknown:
-        LOG.warning('tlbbalance: host CPU(s) %s have no topology in sysfs; '
-                    'cannot check tlbi_scope=%s', unknown, policy.tlbi_scope)
-        return
-    depth = 2 if policy.tlbi_scope == 'die' else 3
-    groups = {t[:depth] for t in topo.values()}
-    if len(groups) > 1:
-        msg = ('tlbbalance:tlbi_scope=%s: the vCPUs are pinned to host CPUs '
-               '%s, which span %d %ss; the TLBI broadcast cannot be scoped. '
-               'Confine hw:cpu_policy=dedicated instances to one %s (e.g. '
-               'hw:numa_nodes=1 with one NUMA node per %s)'
-               % (policy.tlbi_scope, cpus, len(groups), policy.tlbi_scope,
-                  policy.tlbi_scope, policy.tlbi_scope))
-        if policy.strict:
-            raise PolicyConflict(msg + ' (tlbbalance:strict=true)')
-        LOG.warning('%s', msg)
-
-
-def _file_backing_conflict(policy, what):
-    """The PolicyConflict for file-backed guest memory (``what``)."""
-    need = {'thp': 'THP backing needs anonymous memory',
-            'hugetlbfs': 'hugetlbfs backing needs hugetlbfs pages (nova '
-                         'refuses hw:mem_page_size with file-backed '
-                         'memory too)'}
-    return PolicyConflict('tlbbalance:backing=%s conflicts with %s; %s'
-                          % (policy.backing, what, need[policy.backing]))
-
-
-def check_destination(policy, file_backed_memory=False, pins=None, nvcpu=0,
-                      topology=None):
-    """Check a live migration's destination host against ``policy``.
-
-    Runs on the destination, before anything is migrated (nova builds no
-    XML there: see :mod:`nova_tlbbalance.driver`). ``file_backed_memory``:
-    the destination backs guest memory with files (``[libvirt]
-    file_backed_memory``); ``pins``: {vCPU: set of host CPUs} nova claimed
-    on the destination, or None when nova claimed none (then a tlbi_scope
-    cannot be checked: refused when strict, else a warning); ``nvcpu``:
-    the guest's vCPU count. Raises PolicyConflict as the same policy would
-    at boot on this host (see :func:`check_pins` for tlbi_scope).
-    """
-    if policy is None:
-        return
-    if file_backed_memory and policy.backing != 'none':
-        raise _file_backing_conflict(
-            policy, "this host's [libvirt] file_backed_memory (the guest's "
-            "memory would be file-backed here)")
-    if policy.tlbi_scope == 'none':
-        return
-    if pins is None:
-        msg = ('tlbbalance:tlbi_scope=%s: nova claimed no vCPU pins on this '
-               'host for the migration (NUMA-aware live migration not in '
-               'use), so the scope cannot be checked' % policy.tlbi_scope)
-        if policy.strict:
-            raise PolicyConflict(msg + ' (tlbbalance:strict=true)')
-        LOG.warning('%s', msg)
-        return
-    check_pins(pins, nvcpu, policy, topology)
+# The judgments live in nova_tlbbalance.rules (one wording per finding);
+# these names stay for the callers that import them from here.
+check_pins = rules.check_pins
+check_destination = rules.check_destination
+_file_backing_conflict = rules.file_backing_conflict
 
 
 def _memory_source(membacking):

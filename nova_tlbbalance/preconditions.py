@@ -1,10 +1,13 @@
 """What the host must offer before a tagged guest starts.
 
-One check, two callers: the libvirt hook's ``prepare`` phase (every start,
-nova or not) and the nova driver plugin before it hands a strict guest to
-libvirt. The plugin's check is what makes a strict build fail with its
-reason: a hook refusal is a libvirt error to nova, which reschedules and
-ends with "Exceeded maximum number of retries", the reason lost.
+The strict-precondition part of :mod:`nova_tlbbalance.rules` (its
+:class:`~nova_tlbbalance.rules.Unmet`): one check, three callers: the
+libvirt hook's ``prepare`` phase (every start, nova or not), the nova driver
+plugin before it hands a strict guest to libvirt, and the plugin's live
+migration pre-check on the destination (:func:`rules.strict_host`). The
+plugin's check is what makes a strict build fail with its reason: a hook
+refusal is a libvirt error to nova, which reschedules and ends with
+"Exceeded maximum number of retries", the reason lost.
 
 - hugetlbfs backing: enough free huge pages of the domain's size on the
   host NUMA nodes its memory is bound to;
@@ -17,11 +20,10 @@ Standard library only (the hook imports it).
 
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
+from nova_tlbbalance import rules
 from nova_tlbbalance.probes import domxml
 
-
-class Unmet(Exception):
-    """A precondition is not met; the message says which and by how much."""
+Unmet = rules.Unmet
 
 
 def hugepage_needs(dom, default_size, all_nodes):
@@ -47,16 +49,21 @@ def hugepage_needs(dom, default_size, all_nodes):
     return needs
 
 
+def thp(sys_root='/sys'):
+    """Host THP must not be ``never`` for THP backing."""
+    mode = hostfacts.thp_mode(sys_root)
+    if mode == 'never':
+        raise Unmet('backing=thp but host transparent huge pages are '
+                    'off (/sys/kernel/mm/transparent_hugepage/enabled '
+                    '= never)')
+    return 'thp %s' % (mode or 'unknown')
+
+
 def memory(dom, pol, sys_root='/sys', proc_root='/proc'):
     """Check the backing the policy asks for; a line saying what was
     found, or Unmet."""
     if pol.backing == 'thp':
-        mode = hostfacts.thp_mode(sys_root)
-        if mode == 'never':
-            raise Unmet('backing=thp but host transparent huge pages are '
-                        'off (/sys/kernel/mm/transparent_hugepage/enabled '
-                        '= never)')
-        return 'thp %s' % (mode or 'unknown')
+        return thp(sys_root)
     if pol.backing != 'hugetlbfs':
         return 'nothing to check'
     if not dom.uses_hugetlbfs:

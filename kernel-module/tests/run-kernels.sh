@@ -11,7 +11,9 @@
 # and "total: N passed, N failed"; exits non-zero on any failure.
 #
 # Environment:
-#   TLBB_KERNELS        kernel lines to test (default "6.1 6.12")
+#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12" on
+#                       amd64: bullseye's and bookworm's two; "6.1 6.12"
+#                       on arm64)
 #   TLBB_ARCH           amd64 (default) or arm64: Debian's arm64 kernels,
 #                       the module and tests cross-built with
 #                       aarch64-linux-gnu-gcc, booted with
@@ -56,7 +58,11 @@ else
 	mkdir -p "$out"
 	ln -sfn "$(basename "$out")" "$top/out/kmod/latest"
 fi
-kernels=${TLBB_KERNELS:-"6.1 6.12"}
+if [ "${TLBB_ARCH:-amd64}" = arm64 ]; then
+	kernels=${TLBB_KERNELS:-"6.1 6.12"}
+else
+	kernels=${TLBB_KERNELS:-"5.10 6.1 6.12"}
+fi
 guest_dir=${TLBB_GUEST_DIR:-$here/guest}
 test_timeout=${TLBB_TEST_TIMEOUT:-240}
 boot_timeout=${TLBB_BOOT_TIMEOUT:-480}

@@ -73,16 +73,11 @@ def prepare(dom, pol, config, log, extra):
 
 def scope_problem(scope, allowed, topo):
     """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
-    'cluster') on the host topology ``topo``, or None when they keep to one.
+    'cluster') on the host topology ``topo``, or None when they keep to one
+    (the rules module's finding, as the driver and ``verify`` word it).
     """
-    from nova_tlbbalance import hostfacts
-    count = hostfacts.span(allowed, topo)[
-        'dies' if scope == 'die' else 'clusters']
-    if count > 1:
-        return ('tlbi_scope=%s but the vCPU threads may run on CPUs %s, '
-                'which span %d %ss' % (scope, domxml.format_cpuset(allowed),
-                                       count, scope))
-    return None
+    from nova_tlbbalance import rules
+    return rules.scope_problem(scope, allowed, topo)
 
 
 def inspect(dom, pol, config):
@@ -98,18 +93,12 @@ def inspect(dom, pol, config):
     page = hostfacts.guest_page_size(
         dom, config.proc, config.sys,
         hugetlbfs=pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs)
+    from nova_tlbbalance import rules
     problems = []
     if page is None:
-        problems.append('the host huge page size is unknown (%s%s '
-                        'unreadable): alignment not checked'
-                        % (config.sys, hostfacts.HPAGE_PMD_SIZE))
-    for r in ranges if page else ():
-        off = r.misalignment(page)
-        if off:
-            problems.append(
-                'RAM block %s GPA 0x%x is mapped at HVA 0x%x: off by 0x%x '
-                'modulo the %d KiB huge page, stage 2 cannot map it huge'
-                % (r.block, r.gpa, r.hva, off, page // 1024))
+        problems.append(rules.page_size_unknown(config.sys))
+    else:
+        problems.extend(rules.misaligned(ranges, page))
     if pol.tlbi_scope in ('die', 'cluster'):
         allowed = set()
         for _, tid, _ in threads:

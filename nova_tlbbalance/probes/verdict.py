@@ -1,4 +1,10 @@
-"""Is a tagged VM what its flavor asked for? (``tlbbalance verify``)"""
+"""Is a tagged VM what its flavor asked for? (``tlbbalance verify``)
+
+Alignment and TLBI scope are worded by :mod:`nova_tlbbalance.rules`, as
+the driver and the hook word them.
+"""
+
+from nova_tlbbalance import rules
 
 DEFAULT_MIN_COVERAGE = 0.95
 
@@ -38,11 +44,10 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
     if pol.backing != 'none':
         for r in rep.ranges or ():
             if r.misalignment:
-                out.append('misaligned: RAM block %s GPA 0x%x at HVA 0x%x '
-                           'is off by 0x%x modulo the %d KiB huge page'
-                           % (r.block, r.gpa,
-                              r.hva if r.gpa2hva is None else r.gpa2hva,
-                              r.misalignment, rep.page_size // 1024))
+                out.append(rules.misalignment(
+                    r.block, r.gpa,
+                    r.hva if r.gpa2hva is None else r.gpa2hva,
+                    r.misalignment, rep.page_size))
             if r.gpa2hva is not None and r.gpa2hva != r.hva:
                 out.append('RAM block %s: QEMU maps GPA 0x%x at 0x%x, not at '
                            '0x%x as read from /proc/<pid>/maps (the hook '
@@ -69,12 +74,10 @@ def reasons(rep, min_coverage=DEFAULT_MIN_COVERAGE, need_module=True,
             out.append('backing=hugetlbfs asked, domain is backed by %s'
                        % rep.backing)
     scope = pol.tlbi_scope
-    if scope in ('die', 'cluster'):
+    if scope in rules.SCOPES:
         count = (rep.dies if scope == 'die' else rep.clusters) or 0
         if count > 1:
-            out.append('scope wider than asked: tlbi_scope=%s but the vCPUs '
-                       'may run on CPUs %s (%d %ss)'
-                       % (scope, rep.cpus_allowed, count, scope))
+            out.append(rules.scope_wider(scope, rep.cpus_allowed, count))
     for v in rep.vcpus or ():
         if not v.matches_pin:
             out.append('vCPU %s (thread %d) may run on CPUs %s, pinned to %s'

@@ -18,14 +18,18 @@ die 0, CPUs 2-3 on die 1.
 """
 
 import copy
+import unittest
 
 import fixtures
 from lxml import etree
 
 from nova import context as nova_context
 from nova import objects
+from nova.objects import migrate_data as nova_migrate_data
 from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.virt.libvirt import driver as libvirt_driver
 
+from nova_tlbbalance import driver
 from nova_tlbbalance import policy as tlbb_policy
 from . import base
 
@@ -257,7 +261,7 @@ class TestLiveMigrationScope(LiveMigrationTestBase):
         self.migrate_refused(server)
         message = self.precheck_fault(server)
         self.assertIn('tlbbalance:tlbi_scope=die', message)
-        self.assertIn('host CPUs [1, 2], which span 2 dies', message)
+        self.assertIn('host CPUs 1-2, which span 2 dies', message)
         # The fault is cut at 255 characters; the log has all of it.
         self.assertIn('per die) (tlbbalance:strict=true)',
                       self.stdlog.logger.output)
@@ -338,3 +342,107 @@ class TestLiveMigrationPluginFailure(LiveMigrationTestBase):
         self.assertIn('cannot keep the policy on the destination '
                       '(tlbbalance:strict=true): injected plugin failure',
                       self.precheck_fault(server))
+
+
+class TestLiveMigrationJudgesRunningPolicy(LiveMigrationTestBase):
+    """The destination is judged on the policy the guest runs with (its
+    domain ``<metadata>`` on the source), not on its flavor resolved
+    against the destination's ``[tlbbalance] default_*`` options, and a
+    refusal is a pre-check error: the guest stays ACTIVE on the source.
+
+    The two computes share one nova.conf and one process: what is set after
+    the boot on host_a is what host_b has.
+    """
+
+    def test_thp_guest_refused_by_file_backed_default_none_host(self):
+        # host_b's defaults make the flavor unmanaged-by-backing
+        # (backing=none), so judging the flavor there saw no conflict; the
+        # guest runs THP-backed, and nova's destination XML gets file
+        # backing.
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.flags(file_backed_memory=16384, group='libvirt')
+        self.flags(default_backing='none', group='tlbbalance')
+        self.migrate_refused(server)
+        self.assertIn('tlbbalance:backing=thp conflicts with this host\'s '
+                      '[libvirt] file_backed_memory',
+                      self.precheck_fault(server))
+
+    def test_scope_from_source_defaults_refuses_two_dies(self):
+        # tlbi_scope=die and strict come from host_a's defaults; the
+        # flavor alone (host_b has no such defaults) asks for no scope.
+        self.flags(cpu_dedicated_set='0-3', cpu_shared_set=None,
+                   group='compute')
+        self.flags(default_tlbi_scope='die', default_strict=True,
+                   group='tlbbalance')
+        self.start_hosts()
+        self.boot({'hw:cpu_policy': 'dedicated'}, host='host_b', vcpu=1)
+        server = self.boot({'tlbbalance:mode': 'monitor',
+                            'hw:cpu_policy': 'dedicated'})
+        self.flags(default_tlbi_scope=None, default_strict=None,
+                   group='tlbbalance')
+        self.migrate_refused(server)
+        message = self.precheck_fault(server)
+        self.assertIn('tlbbalance:tlbi_scope=die', message)
+        self.assertIn('span 2 dies', message)
+
+    def test_strict_guest_refused_by_host_without_module(self):
+        # host_b has no tlbbalance module loaded.
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor',
+                            'tlbbalance:strict': 'true'})
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.CONFIGFS',
+            self.configfs + '-absent'))
+        self.migrate_refused(server)
+        message = self.precheck_fault(server)
+        self.assertIn('kernel module is not loaded', message)
+
+    def test_not_strict_guest_migrates_to_host_without_module(self):
+        # A non-strict guest is not held back by a missing module (the
+        # hook runs it unmanaged there).
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.CONFIGFS',
+            self.configfs + '-absent'))
+        root = self.migrate(server)
+        self.assertEqual('monitor', self.policy_of(root)['mode'])
+
+    def test_source_without_the_field_falls_back_to_the_flavor(self):
+        # A source without this plugin's pre-check (stock nova, an older
+        # release) carries no running policy: the destination judges the
+        # flavor with its own options, as before, and says so.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_tlbbalance.driver.TLBBalanceLibvirtDriver'
+            '.check_can_live_migrate_source',
+            libvirt_driver.LibvirtDriver.check_can_live_migrate_source))
+        self.start_hosts()
+        server = self.boot({'tlbbalance:mode': 'monitor'})
+        self.flags(file_backed_memory=16384, group='libvirt')
+        self.migrate_refused(server)
+        self.assertIn('tlbbalance:backing=thp conflicts with this host\'s '
+                      '[libvirt] file_backed_memory',
+                      self.precheck_fault(server))
+        self.assertIn('the source did not send the policy the guest runs '
+                      'with', self.stdlog.logger.output)
+
+
+class TestPolicyField(unittest.TestCase):
+    """The migrate data field, without services."""
+
+    def test_nova_builds_the_plugin_class(self):
+        self.assertIs(driver.LibvirtLiveMigrateData,
+                      objects.LibvirtLiveMigrateData)
+        self.assertTrue(issubclass(driver.LibvirtLiveMigrateData,
+                                   nova_migrate_data.LibvirtLiveMigrateData))
+
+    def test_a_peer_without_the_plugin_ignores_it(self):
+        data = driver.LibvirtLiveMigrateData(
+            tlbbalance_policy='<p/>', is_shared_block_storage=True)
+        primitive = data.obj_to_primitive()
+        self.assertIn(driver.POLICY_FIELD, primitive['nova_object.data'])
+        stock = nova_migrate_data.LibvirtLiveMigrateData._obj_from_primitive(
+            None, data.VERSION, primitive)
+        self.assertNotIn(driver.POLICY_FIELD, stock.fields)
+        self.assertTrue(stock.is_shared_block_storage)

@@ -124,8 +124,9 @@ def test_hook_tlbi_scope_check(guest):
     assert phases.scope_problem('cluster', {0, 1}, topo) is None
     assert phases.scope_problem('cluster', {2, 3}, topo) is None
     problem = phases.scope_problem('cluster', {1, 2}, topo)
-    assert problem == ('tlbi_scope=cluster but the vCPU threads may run on '
-                       'CPUs 1-2, which span 2 clusters')
+    assert problem == ('tlbbalance:tlbi_scope=cluster: the vCPUs may run on '
+                       'host CPUs 1-2, which span 2 clusters; the TLBI '
+                       'broadcast cannot be scoped')
     # One package and no die level: any CPU set is "one die" on arm64.
     assert phases.scope_problem('die', {0, 1, 2, 3}, topo) is None
 

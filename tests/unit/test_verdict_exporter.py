@@ -72,7 +72,9 @@ def test_each_failure_is_named():
                              '0x7f0000001000 is off by 0x1000')
     assert 'not at 0x7f0000000000 as read from /proc' in why[1]
     assert why[2].startswith('under-covered: 50.0 %')
-    assert why[3].startswith('scope wider than asked: tlbi_scope=die')
+    assert why[3] == ('tlbbalance:tlbi_scope=die: the vCPUs may run on host '
+                      'CPUs 0,7, which span 2 dies; the TLBI broadcast '
+                      'cannot be scoped')
     assert 'pinned to 0' in why[4]
     assert why[5] == ('not registered with the tlbbalance module: module '
                       'not loaded')

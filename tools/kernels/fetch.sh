@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# fetch.sh <6.1|6.12> [amd64|arm64]: download one of Debian bookworm's
-# kernel lines (image with modules, headers, kbuild) for x86_64 (default) or
-# arm64 with `apt-get download`, unpack it under
+# fetch.sh <5.10|6.1|6.12> [amd64|arm64]: download one of Debian's kernel
+# lines (image with modules, headers, kbuild) for x86_64 (default) or arm64
+# with `apt-get download`, unpack it under
 # ~/.cache/nova-tlbbalance/kernels/<abi>/ without installing anything,
 # make its headers usable from there and extract the ELF vmlinux for PVH
 # boot (x86_64).  Prints the cache directory (the only line on stdout).
@@ -11,6 +11,15 @@
 # The newest package of the line is resolved through apt's meta packages
 # (linux-image-<arch> for 6.1, linux-image-6.12-<arch> for 6.12); what was
 # used is recorded in <dir>/packages.txt.  Fast and offline when cached.
+#
+# 5.10 is bullseye's (Debian 11) kernel: its packages come from a private apt
+# state of bullseye and bullseye-security lists (<base>/apt-bullseye-amd64/),
+# made from the mirrors this machine's apt already uses (the URIs of its
+# debian and debian-security sources; TLBB_DEBIAN_MIRROR and
+# TLBB_DEBIAN_SECURITY_MIRROR override them).  Its linux-kbuild-5.10 runs on
+# bookworm, and the module builds with bookworm's gcc-12 (its headers name
+# gcc-10, which bookworm does not have: kbuild only records the name).
+# amd64 only.
 #
 # arm64 packages come from a private apt state of arm64 package lists
 # (<base>/apt-arm64/, filled by `apt-get update` with -o options): the
@@ -51,16 +60,20 @@ base=$cache/kernels
 die() { echo "fetch.sh: $*" >&2; exit 1; }
 log() { echo "fetch.sh: $*" >&2; }
 
+suite=bookworm
 case "$line" in
+5.10) meta=linux-image-$arch; suite=bullseye ;;
 6.1) meta=linux-image-$arch ;;
 6.12) meta=linux-image-6.12-$arch ;;
-*) die "usage: $0 <6.1|6.12> [amd64|arm64] (got '${line}')" ;;
+*) die "usage: $0 <5.10|6.1|6.12> [amd64|arm64] (got '${line}')" ;;
 esac
 case "$arch" in
 amd64) current=$line.current ;;
 arm64) current=$line-arm64.current ;;
-*) die "usage: $0 <6.1|6.12> [amd64|arm64] (got arch '${arch}')" ;;
+*) die "usage: $0 <5.10|6.1|6.12> [amd64|arm64] (got arch '${arch}')" ;;
 esac
+[ "$suite" = bookworm ] || [ "$arch" = amd64 ] ||
+	die "$line ($suite) is fetched for amd64 only"
 
 mkdir -p "$base"
 # Fast path: a completed fetch of this line leaves a <line>[-arm64].current
@@ -72,10 +85,45 @@ if [ -z "${TLBB_KERNEL_REFRESH:-}" ] &&
 fi
 
 command -v apt-cache >/dev/null || die "apt-cache not found (Debian only)"
+# The URIs of this machine's own Debian sources (deb822 or one-line form)
+# whose last path element is $1 (debian, debian-security).
+host_mirror() {
+	{ sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
+	  sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/p' \
+		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+	} | tr ' ' '\n' | grep -E "/$1/?\$" | head -n 1 || true
+}
+
 # apt for the kernel's own architecture: the host's, or the private arm64
-# lists (the image, its headers and busybox; linux-kbuild stays the host's).
+# lists (the image, its headers and busybox; linux-kbuild stays the host's),
+# or a private state of another suite's lists (kbuild from there too).
 kapt=()
-if [ "$arch" = arm64 ]; then
+if [ "$suite" != bookworm ]; then
+	aptdir=$base/apt-$suite-$arch
+	kapt=(-o APT::Architecture="$arch" -o APT::Architectures::="$arch"
+	      -o Dir::State::Lists="$aptdir/lists"
+	      -o Dir::State::status="$aptdir/status"
+	      -o Dir::Cache="$aptdir/cache"
+	      -o Dir::Etc::SourceList="$aptdir/sources.list"
+	      -o Dir::Etc::SourceParts=/nonexistent)
+	if [ ! -f "$aptdir/.updated" ] || [ -n "${TLBB_KERNEL_REFRESH:-}" ]; then
+		mirror=${TLBB_DEBIAN_MIRROR:-$(host_mirror debian)}
+		security=${TLBB_DEBIAN_SECURITY_MIRROR:-$(host_mirror debian-security)}
+		[ -n "$mirror" ] && [ -n "$security" ] ||
+			die "no debian/debian-security source in /etc/apt to take $suite from (set TLBB_DEBIAN_MIRROR and TLBB_DEBIAN_SECURITY_MIRROR)"
+		key=/usr/share/keyrings/debian-archive-keyring.gpg
+		mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
+		: >"$aptdir/status"
+		cat >"$aptdir/sources.list" <<-EOS
+		deb [signed-by=$key] ${mirror%/} $suite main
+		deb [signed-by=$key] ${security%/} $suite-security main
+		EOS
+		log "apt-get update of the $suite package lists into $aptdir"
+		apt-get -q "${kapt[@]}" update >&2 ||
+			die "apt-get update of the $suite lists failed"
+		touch "$aptdir/.updated"
+	fi
+elif [ "$arch" = arm64 ]; then
 	aptdir=$base/apt-arm64
 	kapt=(-o APT::Architecture=arm64 -o APT::Architectures::=arm64
 	      -o Dir::State::Lists="$aptdir/lists"
@@ -131,7 +179,7 @@ trap 'rm -rf "$tmp"' EXIT
 debs=
 for p in $pkgs $kbuild; do
 	papt=("${kapt[@]}")
-	[ "$p" = "$kbuild" ] && papt=()
+	[ "$p" = "$kbuild" ] && [ "$arch" = arm64 ] && papt=()
 	v=$(apt-cache "${papt[@]}" policy "$p" | sed -n 's/^ *Candidate: //p')
 	[ -n "$v" ] && [ "$v" != "(none)" ] || die "no candidate version of $p"
 	# apt-get download's file name: <pkg>_<version>_<arch>.deb, an epoch
@@ -168,6 +216,15 @@ sed -i "s#\\(include\\|:=\\|=\\) */usr/src/#\\1 $final_root/usr/src/#" \
 	"$hdir/Makefile"
 grep -q "$final_root/usr/src/" "$hdir/Makefile" ||
 	die "did not find the /usr/src include to rewrite in $hdir/Makefile"
+
+# Debian's headers build with the compiler the kernel was built with, by
+# name (.kernelvariables: CC = ...gcc-N). bullseye's gcc-10 is not in
+# bookworm: build its modules with bookworm's gcc-12 (W=1 is clean).
+if [ "$suite" = bullseye ]; then
+	sed -i 's/\(CROSS_COMPILE)gcc\)-10$/\1-12/' "$hdir/.kernelvariables"
+	grep -q 'gcc-12$' "$hdir/.kernelvariables" ||
+		die "did not find gcc-10 to replace in $hdir/.kernelvariables"
+fi
 
 cp "$tmp/root/boot/vmlinuz-$abi" "$tmp/vmlinuz"
 cp "$tmp/root/boot/config-$abi" "$tmp/config"

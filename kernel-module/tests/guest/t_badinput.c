@@ -4,8 +4,8 @@
  * hostile values. Each write must fail with the errno
  * docs/kernel-module.md names and change nothing: the VM's status, ranges
  * and vcpu_tids are compared before and after every write (an empty,
- * zero-byte write never reaches the module: configfs itself returns
- * EFAULT). Then 10 000
+ * zero-byte write never reaches the module: configfs itself answers it,
+ * EFAULT on 6.x and a zero-byte success on 5.10). Then 10 000
  * random writes: each either succeeds or fails without any change.
  *
  * tlbb-test-timeout: 400
@@ -58,7 +58,9 @@ static int bad_buf(const char *attr, const void *buf, size_t len, int want,
 	int err = file_write_buf(tlbb_path(VM, attr), buf, len);
 
 	snapshot(after, sizeof(after));
-	if (err == -want && !strcmp(after, snap0))
+	/* configfs answers an empty write itself: EFAULT, or 0 on 5.10 */
+	if ((err == -want || (!len && want == EFAULT && !err)) &&
+	    !strcmp(after, snap0))
 		return 0;
 	tap_diag("%s <- %s: got %s, want %s%s", attr, what,
 		 err ? strerror(-err) : "success", strerror(want),

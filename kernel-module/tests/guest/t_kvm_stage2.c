@@ -100,7 +100,8 @@ static void test_aligned(struct stage2_vm *s)
 	vm_setup(s, mem);
 	guest_touch(s, "aligned", 0xa11a0001);
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
-	p4k = kvm_vm_stat(s->vm, "pages_4k");
+	p4k = kvm_vm_has_stat(s->vm, "pages_4k") ?
+	      kvm_vm_stat(s->vm, "pages_4k") : 0;
 	tap_diag("aligned: pages_2m=%" PRIu64 " pages_4k=%" PRIu64, p2m, p4k);
 	tap_ok(p2m == want,
 	       "aligned: every 2 MiB of the slot mapped huge at stage 2 "
@@ -121,17 +122,61 @@ static void test_misaligned(void)
 	vm_setup(&s, mem);
 	guest_touch(&s, "misaligned", 0x5a5a0002);
 	p2m = kvm_vm_stat(s.vm, "pages_2m");
-	p4k = kvm_vm_stat(s.vm, "pages_4k");
+	p4k = kvm_vm_has_stat(s.vm, "pages_4k") ?
+	      kvm_vm_stat(s.vm, "pages_4k") : 0;
 	tap_diag("misaligned: pages_2m=%" PRIu64 " pages_4k=%" PRIu64,
 		 p2m, p4k);
 	tap_ok(p2m == 0,
 	       "misaligned by 4 KiB: no stage-2 huge mapping (pages_2m %"
 	       PRIu64 ")", p2m);
-	tap_ok(p4k >= pages,
-	       "misaligned: the slot is mapped with 4 KiB pages (pages_4k %"
-	       PRIu64 " >= %" PRIu64 ")", p4k, pages);
+	if (kvm_vm_has_stat(s.vm, "pages_4k"))
+		tap_ok(p4k >= pages,
+		       "misaligned: the slot is mapped with 4 KiB pages "
+		       "(pages_4k %" PRIu64 " >= %" PRIu64 ")", p4k, pages);
+	else
+		tap_skip("this kernel counts no 4 KiB stage-2 mappings",
+			 "misaligned: the slot is mapped with 4 KiB pages");
 	stage2_vm_free(&s);
 	thp_free(mem, SLOT_SIZE);
+}
+
+/*
+ * Whether pages_2m is what stage 2 holds now. 5.10 has only debugfs's
+ * "largepages", which counts the huge mappings made: a zap by the MMU
+ * notifier does not lower it (seen: 32 still after the split to 16, 48
+ * after the slot collapsed back to 32). Its first count in a fresh VM is
+ * exact; a check after a split or a collapse is skipped there.
+ */
+static bool p2m_is_gauge(struct stage2_vm *s, const char *what)
+{
+	if (kvm_vm_stat_is_gauge(s->vm))
+		return true;
+	tap_skip("this kernel's largepages counts huge mappings made, not held",
+		 "%s", what);
+	return false;
+}
+
+/*
+ * Make the slot huge again: MADV_COLLAPSE (Linux 6.1), else khugepaged
+ * scanning every 10 ms, for 20 s at most. Whether it got there.
+ */
+static bool rehuge(uint8_t *mem, uint64_t want)
+{
+	bool ok;
+
+	if (!madvise(mem, SLOT_SIZE, MADV_COLLAPSE))
+		return true;
+	if (errno != EINVAL) {
+		tap_diag("MADV_COLLAPSE: %s", strerror(errno));
+		return false;
+	}
+	tap_diag("no MADV_COLLAPSE (before 6.1): waiting for khugepaged");
+	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10");
+	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "10");
+	ok = thp_wait_huge(mem, SLOT_SIZE, want, 20000) == (long)want;
+	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10000");
+	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "60000");
+	return ok;
 }
 
 /* Register the aligned VM, let the controller lower N_hl to the floor. */
@@ -145,32 +190,42 @@ static void test_limited(struct stage2_vm *s)
 		return;
 	limit = l.limit;
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
-	tap_ok(p2m <= limit,
-	       "limit: split huge pages left stage 2 at once (pages_2m %"
-	       PRIu64 " <= N_hl %" PRIu64 ")", p2m, limit);
+	if (p2m_is_gauge(s, "limit: split huge pages left stage 2 at once"))
+		tap_ok(p2m <= limit,
+		       "limit: split huge pages left stage 2 at once "
+		       "(pages_2m %" PRIu64 " <= N_hl %" PRIu64 ")",
+		       p2m, limit);
 
 	guest_touch(s, "limited", 0x1e5e0003);
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
-	p4k = kvm_vm_stat(s->vm, "pages_4k");
+	p4k = kvm_vm_has_stat(s->vm, "pages_4k") ?
+	      kvm_vm_stat(s->vm, "pages_4k") : 0;
 	tap_diag("limited: pages_2m=%" PRIu64 " pages_4k=%" PRIu64, p2m, p4k);
-	tap_ok(p2m == limit,
-	       "limited: stage-2 huge mappings match N_hl after the guest "
-	       "ran again (pages_2m %" PRIu64 " == %" PRIu64 ")", p2m, limit);
-	tap_ok(p4k >= (total - limit) * (thp_pmd_size() / PAGE),
-	       "limited: the split part is mapped with 4 KiB pages "
-	       "(pages_4k %" PRIu64 ")", p4k);
+	if (p2m_is_gauge(s, "limited: stage-2 huge mappings match N_hl"))
+		tap_ok(p2m == limit,
+		       "limited: stage-2 huge mappings match N_hl after the "
+		       "guest ran again (pages_2m %" PRIu64 " == %" PRIu64 ")",
+		       p2m, limit);
+	if (kvm_vm_has_stat(s->vm, "pages_4k"))
+		tap_ok(p4k >= (total - limit) * (thp_pmd_size() / PAGE),
+		       "limited: the split part is mapped with 4 KiB pages "
+		       "(pages_4k %" PRIu64 ")", p4k);
+	else
+		tap_skip("this kernel counts no 4 KiB stage-2 mappings",
+			 "limited: the split part is mapped with 4 KiB pages");
 
 	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
 	if (kvm_limit_mode(&l, TLBB_MODE_OFF) &&
-	    tap_ok(!madvise(s->mem, SLOT_SIZE, MADV_COLLAPSE),
-		   "restored: MADV_COLLAPSE of the slot after mode off (%s)",
-		   strerror(errno))) {
+	    tap_ok(rehuge(s->mem, total),
+		   "restored: the slot collapsed to %" PRIu64 " huge pages "
+		   "after mode off", total)) {
 		guest_touch(s, "restored", 0x2e5e0004);
 		p2m = kvm_vm_stat(s->vm, "pages_2m");
-		tap_ok(p2m == total,
-		       "restored: stage 2 is huge again once the limit is "
-		       "lifted (pages_2m %" PRIu64 " == %" PRIu64 ")",
-		       p2m, total);
+		if (p2m_is_gauge(s, "restored: stage 2 is huge again"))
+			tap_ok(p2m == total,
+			       "restored: stage 2 is huge again once the "
+			       "limit is lifted (pages_2m %" PRIu64 " == %"
+			       PRIu64 ")", p2m, total);
 	}
 	kvm_limit_remove(&l);
 }

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,20 +113,39 @@ static void tracefs_teardown(void)
 		umount(TRACING);
 }
 
+/*
+ * The line of @field (e.g. "field:char vm[") in the format text @buf says
+ * "size:@size;". Kernels before 6.x print an array's length as written in
+ * the source ("vm[TLBB_NAME_MAX + 1]"), later ones its value ("vm[65]"):
+ * the size the line states is the same in both.
+ */
+static bool field_has_size(const char *buf, const char *field,
+			   unsigned int size)
+{
+	const char *line = strstr(buf, field), *end;
+	char want[32];
+
+	if (!line)
+		return false;
+	end = strchr(line, '\n');
+	if (!end)
+		end = line + strlen(line);
+	snprintf(want, sizeof(want), "size:%u;", size);
+	line = strstr(line, want);
+	return line && line < end;
+}
+
 /* Every event is there, with the VM name and pid as fields. */
 static void check_formats(void)
 {
-	char path[256], buf[4096], vm_field[64];
+	char path[256], buf[4096];
 	unsigned int i, good = 0;
-
-	/* the VM name and its NUL (tlbb_limits.def) */
-	snprintf(vm_field, sizeof(vm_field), "field:char vm[%d];",
-		 TLBB_NAME_MAX + 1);
 
 	for (i = 0; i < ARRAY_SIZE(events); i++) {
 		snprintf(path, sizeof(path), EVENTS "/%s/format", events[i]);
+		/* the VM name and its NUL (tlbb_limits.def) */
 		if (file_read(path, buf, sizeof(buf)) > 0 &&
-		    strstr(buf, vm_field) &&
+		    field_has_size(buf, "field:char vm[", TLBB_NAME_MAX + 1) &&
 		    strstr(buf, "field:int pid;"))
 			good++;
 		else

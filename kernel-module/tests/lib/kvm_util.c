@@ -31,14 +31,16 @@ struct kvm_vm *kvm_vm_create(void)
 	if (vm->kvm_fd < 0)
 		tap_bail("open /dev/kvm: %s", strerror(errno));
 	vm->fd = kvm_ioctl(vm->kvm_fd, KVM_CREATE_VM, 0, "KVM_CREATE_VM");
-	vm->stats_fd = kvm_ioctl(vm->fd, KVM_GET_STATS_FD, NULL,
-				 "KVM_GET_STATS_FD (vm)");
+	vm->stats_fd = ioctl(vm->fd, KVM_GET_STATS_FD, NULL);
+	if (vm->stats_fd < 0 && errno != ENOTTY && errno != EINVAL)
+		tap_bail("KVM_GET_STATS_FD (vm): %s", strerror(errno));
 	return vm;
 }
 
 void kvm_vm_free(struct kvm_vm *vm)
 {
-	close(vm->stats_fd);
+	if (vm->stats_fd >= 0)
+		close(vm->stats_fd);
 	close(vm->fd);
 	close(vm->kvm_fd);
 	free(vm);
@@ -95,9 +97,49 @@ static uint64_t stats_fd_read(int fd, const char *name, const char *whose)
 	tap_bail("KVM has no %s statistic named %s", whose, name);
 }
 
+/* The VM's debugfs file of statistic @name (kernels without stats fd). */
+static const char *debugfs_stat_path(struct kvm_vm *vm, const char *name)
+{
+	static char path[128];
+
+	if (!strcmp(name, "pages_2m"))
+		name = "largepages";
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvm/%d-%d/%s",
+		 (int)getpid(), vm->fd, name);
+	return path;
+}
+
+bool kvm_vm_stat_is_gauge(struct kvm_vm *vm)
+{
+	return vm->stats_fd >= 0;
+}
+
+bool kvm_vm_has_stat(struct kvm_vm *vm, const char *name)
+{
+	if (vm->stats_fd >= 0)
+		return true;	/* stats_fd_read() aborts on a missing name */
+	return !access(debugfs_stat_path(vm, name), R_OK);
+}
+
 uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
 {
-	return stats_fd_read(vm->stats_fd, name, "VM");
+	const char *path;
+	unsigned long long val;
+	FILE *f;
+	int n;
+
+	if (vm->stats_fd >= 0)
+		return stats_fd_read(vm->stats_fd, name, "VM");
+	path = debugfs_stat_path(vm, name);
+	f = fopen(path, "r");
+	if (!f)
+		tap_bail("KVM has no VM statistic %s (%s: %s)", name, path,
+			 strerror(errno));
+	n = fscanf(f, "%llu", &val);
+	fclose(f);
+	if (n != 1)
+		tap_bail("%s: not a number", path);
+	return val;
 }
 
 uint64_t kvm_vcpu_stat(struct kvm_vcpu *vcpu, const char *name)

@@ -15,6 +15,7 @@
 
 #include <linux/kvm.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
@@ -28,7 +29,7 @@
 struct kvm_vm {
 	int kvm_fd;
 	int fd;
-	int stats_fd;
+	int stats_fd;		/* -1: no binary stats (before 5.14): debugfs */
 };
 
 struct kvm_vcpu {
@@ -44,8 +45,20 @@ void kvm_vm_free(struct kvm_vm *vm);
 /* KVM_SET_USER_MEMORY_REGION; size 0 deletes the slot. */
 void kvm_vm_set_memslot(struct kvm_vm *vm, uint32_t slot, uint64_t gpa,
 			void *hva, uint64_t size);
-/* Read one VM statistic by name ("pages_2m"); aborts if it is absent. */
+/*
+ * Read one VM statistic by name ("pages_2m"); aborts if it is absent.
+ * Kernels before 5.14 have no binary stats fd: the VM's debugfs directory
+ * is read instead, where x86's pages_2m is "largepages" (2 MiB and 1 GiB
+ * mappings: the tests map no 1 GiB page) and pages_4k does not exist.
+ */
 uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name);
+/* Whether kvm_vm_stat(vm, name) has a value on this kernel. */
+bool kvm_vm_has_stat(struct kvm_vm *vm, const char *name);
+/*
+ * Whether the VM statistics are gauges of what is mapped now (binary stats
+ * fd); debugfs's largepages on 5.10 only ever counts up.
+ */
+bool kvm_vm_stat_is_gauge(struct kvm_vm *vm);
 
 struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id);
 void kvm_vcpu_free(struct kvm_vcpu *vcpu);
