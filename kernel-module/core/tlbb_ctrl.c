@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * The balance controller: the paper's method and the hill method, restated
- * in docs/controller.md, in integer arithmetic only.
+ * The balance controller: the paper's method, the hill method and the safe
+ * method, restated in docs/controller.md, in integer arithmetic only.
  *
  * No libc, no floating point, no kernel headers. The only divisions are of
  * u64 by u64, which compile to one instruction on the 64-bit targets this
@@ -123,7 +123,7 @@ static void tlbb_mul_wide(u64 a, u64 b, u64 *hi, u64 *lo)
 u64 tlbb_trigger_ticks(const struct tlbb_params *p)
 {
 	u64 iv = p->interval_ms ? p->interval_ms : 1;
-	u64 ms = p->method == TLBB_METHOD_HILL ? p->hill_sustain_ms :
+	u64 ms = p->method != TLBB_METHOD_PAPER ? p->hill_sustain_ms :
 		 p->sustain_ms;
 
 	return (ms + iv - 1) / iv;
@@ -188,6 +188,7 @@ static void tlbb_window_clear(struct tlbb_ctrl *c)
 {
 	c->nsamples = 0;
 	c->win_cost = 0;
+	c->win_est = 0;
 	c->win_group = TLBB_G_NONE;
 	c->win_mixed = false;
 }
@@ -234,6 +235,16 @@ void tlbb_ctrl_init(struct tlbb_ctrl *c, const struct tlbb_params *p,
 	c->hill_best_limit = total_pages;
 	c->hill_held_cost = 0;
 	c->hill_dir = TLBB_G_NONE;
+	c->est_cost = 0;
+	c->safe_start = total_pages;
+	c->safe_hc = total_pages;
+	c->safe_held = 0;
+	c->safe_probe = 0;
+	c->safe_phase = TLBB_SAFE_NONE;
+	c->safe_down_ok = false;
+	c->safe_flipped = false;
+	c->safe_pref = TLBB_G_SMALL;
+	c->safe_waited = false;
 	tlbb_window_clear(c);
 }
 
@@ -247,6 +258,7 @@ void tlbb_ctrl_set_params(struct tlbb_ctrl *c, const struct tlbb_params *p)
 	c->run_dir = TLBB_G_NONE;
 	c->hill_step = 0;
 	c->hill_held_cost = 0;
+	c->safe_phase = TLBB_SAFE_NONE;
 	c->state = c->load_count ? TLBB_ST_SUSTAIN : TLBB_ST_IDLE;
 }
 
@@ -265,6 +277,11 @@ static void tlbb_sample(struct tlbb_ctrl *c, const struct tlbb_input *in)
 	/* Capped per group: 64 samples of 2^41 stay far below 2^64. */
 	c->win_cost += tlbb_min(in->refills_huge, TLBB_REFILLS_MAX) +
 		       tlbb_min(in->refills_small, TLBB_REFILLS_MAX);
+	/* 2^40 refills x 10^4 ns, twice, 64 samples: below 2^62 */
+	c->win_est += tlbb_min(in->refills_huge, TLBB_REFILLS_MAX) *
+		      c->p.cost_huge_ns +
+		      tlbb_min(in->refills_small, TLBB_REFILLS_MAX) *
+		      c->p.cost_small_ns;
 }
 
 static enum tlbb_action tlbb_lower(struct tlbb_ctrl *c, u64 huge_in_use)
@@ -323,6 +340,7 @@ static enum tlbb_group tlbb_window_end(struct tlbb_ctrl *c)
 		sum += c->y_samples[i];	/* <= 64 x 10^12: no overflow */
 	c->y_milli = sum / c->nsamples;
 	c->cost = c->win_cost / c->nsamples;
+	c->est_cost = c->win_est / c->nsamples;
 	c->dominant = g;
 	c->decisions++;
 	tlbb_window_clear(c);
@@ -447,6 +465,192 @@ static enum tlbb_action tlbb_hill_decide(struct tlbb_ctrl *c, u64 huge_in_use)
 	return tlbb_hill_move(c);
 }
 
+/*
+ * Method safe. The objective is the estimated refill time per tick
+ * (refills of each group times cost_huge_ns or cost_small_ns), measured a
+ * window after each move: a move is kept only if it cut that by more than
+ * hill_gain_pm below the best limit's, else it is undone (the next try
+ * starts from the best limit again). A pattern search: at each step size
+ * it tries the best limit plus the step, then (while no move of this
+ * search was kept) minus it, then halves the step, in the direction of the
+ * kept moves; it ends at the best limit when the step reaches 0. The first
+ * search after the load starts begins with safe_first_step_pm of the VM
+ * (default: all of it, so a far better limit is not missed), later ones
+ * with hill_first_step_pm. A held limit is measured every window: a cost
+ * that moved by more than hill_retry_pm from the one measured when it was
+ * reached (the load changed, the hot set moved) starts a new search at
+ * once; otherwise, after probe_ms, a search upward only (toward no
+ * controller), an interval that doubles (up to probe_max_ms) after every
+ * search that ended where it started. Lowering is tried only by a search
+ * whose first window the huge group dominated.
+ */
+
+static u64 tlbb_safe_windows(const struct tlbb_ctrl *c, u64 ms)
+{
+	u64 w = tlbb_mul_div_cap(ms, 1, c->p.interval_ms * c->p.samples, ms);
+
+	return w ? w : 1;
+}
+
+/* Method safe: the search is over; hold its best limit, measure it. */
+static enum tlbb_action tlbb_safe_hold(struct tlbb_ctrl *c)
+{
+	u64 max = tlbb_safe_windows(c, c->p.probe_max_ms);
+
+	if (c->hill_best_limit != c->safe_start)
+		c->safe_probe = tlbb_safe_windows(c, c->p.probe_ms);
+	else
+		c->safe_probe = c->safe_probe > max / 2 ? max :
+				c->safe_probe * 2;
+	c->hill_step = 0;
+	c->safe_held = 0;
+	c->safe_phase = TLBB_SAFE_REF;
+	return tlbb_hill_set(c, c->hill_best_limit, TLBB_ST_HOLDING);
+}
+
+/*
+ * The limit @c->hill_step past the best one in @c->hill_dir (the best one
+ * if that way is closed); a step longer than the way left is shortened to
+ * it, so that halving it tries new limits.
+ */
+static u64 tlbb_safe_target(struct tlbb_ctrl *c)
+{
+	u64 best = c->hill_best_limit, base = best, fl = tlbb_floor(c);
+
+	if (c->hill_dir == TLBB_G_SMALL) {
+		if (best >= c->total_pages)
+			return best;
+		c->hill_step = tlbb_min(c->hill_step, c->total_pages - best);
+		return best + c->hill_step;
+	}
+	/* a limit above the pages in use would change nothing */
+	if (best == c->safe_start && c->safe_hc < best)
+		base = c->safe_hc;
+	if (!c->safe_down_ok || base <= fl)
+		return best;
+	c->hill_step = tlbb_min(c->hill_step, base - fl);
+	return base - c->hill_step;
+}
+
+/*
+ * Method safe: the next try. After a try that did not pay (@failed): while
+ * no move of this search was kept, the other direction at the same step;
+ * then half the step, in the direction of the kept moves (upward if none).
+ * A direction that cannot move (top, floor, lowering not allowed) counts
+ * as a try that did not pay.
+ */
+static enum tlbb_action tlbb_safe_next(struct tlbb_ctrl *c, bool failed)
+{
+	u64 target;
+
+	for (;;) {
+		if (failed && !c->safe_flipped) {
+			c->safe_flipped = true;
+			c->hill_dir = c->hill_dir == TLBB_G_SMALL ?
+				      TLBB_G_HUGE : TLBB_G_SMALL;
+		} else if (failed) {
+			c->safe_flipped = false;
+			c->hill_step >>= 1;
+			if (!c->hill_step)
+				return tlbb_safe_hold(c);
+			c->hill_dir = c->safe_pref;
+		}
+		target = tlbb_safe_target(c);
+		if (target != c->hill_best_limit)
+			return tlbb_hill_set(c, target,
+					     target < c->hill_best_limit ?
+					     TLBB_ST_LOWERING :
+					     TLBB_ST_RAISING);
+		failed = true;
+	}
+}
+
+/*
+ * Method safe: a try whose first tick already cost more than hill_retry_pm
+ * above the best is judged at once (its window ends early): a bad try
+ * costs one tick, not a window.
+ */
+static bool tlbb_safe_clearly_worse(const struct tlbb_ctrl *c)
+{
+	u64 best = c->hill_best_cost;
+
+	return c->p.method == TLBB_METHOD_SAFE &&
+	       c->safe_phase == TLBB_SAFE_SEARCH &&
+	       c->win_est / c->nsamples > best +
+	       tlbb_mul_div_cap(best, c->p.hill_retry_pm, 1000, ~0ULL);
+}
+
+/* Method safe: a full window (the state machine above). */
+static enum tlbb_action tlbb_safe_decide(struct tlbb_ctrl *c, u64 huge_in_use)
+{
+	enum tlbb_group g = tlbb_window_end(c);
+	u64 cost = c->est_cost, held = c->hill_held_cost, best, dist;
+	u64 first = c->p.hill_first_step_pm;
+
+	switch (c->safe_phase) {
+	case TLBB_SAFE_SEARCH:
+		/* a raise gets one more window for its pages to form */
+		if (c->hill_dir == TLBB_G_SMALL && huge_in_use < c->limit &&
+		    !c->safe_waited) {
+			c->safe_waited = true;
+			c->state = TLBB_ST_FORMING;
+			return TLBB_ACT_NONE;
+		}
+		c->safe_waited = false;
+		best = c->hill_best_cost;
+		if (cost >= best - tlbb_mul_div_cap(best, c->p.hill_gain_pm,
+						    1000, best))
+			return tlbb_safe_next(c, true);	/* undo */
+		c->hill_best_cost = cost;
+		c->hill_best_limit = c->limit;
+		c->safe_pref = c->hill_dir;
+		c->safe_flipped = true;	/* not back to where it came from */
+		return tlbb_safe_next(c, false);
+	case TLBB_SAFE_REF:
+		c->hill_held_cost = cost;
+		c->safe_phase = TLBB_SAFE_HOLD;
+		c->state = TLBB_ST_HOLDING;
+		return TLBB_ACT_NONE;
+	case TLBB_SAFE_HOLD:
+		dist = cost > held ? cost - held : held - cost;
+		if (dist > tlbb_mul_div_cap(held, c->p.hill_retry_pm, 1000,
+					    ~0ULL))
+			c->safe_probe = tlbb_safe_windows(c, c->p.probe_ms);
+		else if (++c->safe_held < c->safe_probe) {
+			c->state = TLBB_ST_HOLDING;
+			return TLBB_ACT_NONE;
+		} else {
+			g = TLBB_G_NONE;	/* a probe: upward only */
+		}
+		break;
+	default:	/* the load (re)started: search the whole range */
+		c->safe_probe = tlbb_safe_windows(c, c->p.probe_ms);
+		first = c->p.safe_first_step_pm;
+		break;
+	}
+	if (c->monitor_only) {
+		c->safe_phase = TLBB_SAFE_NONE;
+		c->state = TLBB_ST_MONITOR;
+		return TLBB_ACT_NONE;
+	}
+	c->safe_start = c->limit;
+	c->safe_hc = huge_in_use;
+	c->hill_best_cost = cost;
+	c->hill_best_limit = c->limit;
+	c->safe_down_ok = g == TLBB_G_HUGE;
+	/* upward first: the safe way back toward no controller */
+	c->hill_dir = TLBB_G_SMALL;
+	c->safe_pref = TLBB_G_SMALL;
+	c->safe_flipped = false;
+	c->safe_waited = false;
+	c->safe_phase = TLBB_SAFE_SEARCH;
+	c->hill_step = tlbb_mul_div_cap(c->total_pages, first, 1000,
+					c->total_pages);
+	if (!c->hill_step)
+		c->hill_step = 1;
+	return tlbb_safe_next(c, false);
+}
+
 enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 				const struct tlbb_input *in)
 {
@@ -470,6 +674,11 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 		tlbb_window_clear(c);
 		c->run_dir = TLBB_G_NONE;
 		c->hill_step = 0;	/* a search ends; its limit holds */
+		/* method safe: from its try back to the best limit measured */
+		if (c->safe_phase == TLBB_SAFE_SEARCH)
+			act = tlbb_hill_set(c, c->hill_best_limit,
+					    TLBB_ST_IDLE);
+		c->safe_phase = TLBB_SAFE_NONE;
 		c->state = TLBB_ST_IDLE;
 		return act;
 	}
@@ -484,10 +693,13 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 		c->state = TLBB_ST_COUNTING;
 	tlbb_sample(c, in);
 	/* The array bounds the window even if c->p was written directly. */
-	if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES)
+	if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES &&
+	    !tlbb_safe_clearly_worse(c))
 		return act;
 	if (c->p.method == TLBB_METHOD_HILL)
 		dec = tlbb_hill_decide(c, in->huge_in_use);
+	else if (c->p.method == TLBB_METHOD_SAFE)
+		dec = tlbb_safe_decide(c, in->huge_in_use);
 	else
 		dec = tlbb_decide(c, in->huge_in_use);
 	return dec != TLBB_ACT_NONE ? dec : act;

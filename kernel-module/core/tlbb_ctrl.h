@@ -117,9 +117,28 @@ struct tlbb_ctrl {
 	u64 hill_best_limit;	/* the limit that gave it */
 	u64 hill_held_cost;	/* converged at this cost; 0: not converged */
 	enum tlbb_group hill_dir;	/* HUGE: lowering, SMALL: raising */
+	/*
+	 * Method safe (p.method == TLBB_METHOD_SAFE) shares the search
+	 * fields above (with costs in estimated ns per tick) and adds these.
+	 */
+	u64 win_est;		/* estimated refill ns summed over the window */
+	u64 est_cost;		/* last window's mean of it, ns per tick */
+	u64 safe_start;		/* the limit the search started from */
+	u64 safe_hc;		/* N_hc then: the first step down is from it */
+	u64 safe_held;		/* windows held since the search ended */
+	u64 safe_probe;		/* hold this many windows, then probe */
+	u32 safe_phase;		/* enum tlbb_safe_phase */
+	enum tlbb_group safe_pref;	/* way of the last kept move */
+	bool safe_down_ok;	/* this search may lower the limit */
+	bool safe_flipped;	/* this step tried (or came from) both ways */
+	bool safe_waited;	/* a raise got its one window to form */
 };
 
-enum tlbb_method { TLBB_METHOD_PAPER, TLBB_METHOD_HILL };
+enum tlbb_method { TLBB_METHOD_PAPER, TLBB_METHOD_HILL, TLBB_METHOD_SAFE };
+
+/* Method safe: no search yet, searching, holding (reference pending / set). */
+enum tlbb_safe_phase { TLBB_SAFE_NONE, TLBB_SAFE_SEARCH, TLBB_SAFE_REF,
+		       TLBB_SAFE_HOLD };
 
 enum tlbb_action { TLBB_ACT_NONE, TLBB_ACT_LOWER, TLBB_ACT_RAISE };
 

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The controller's methods side by side (simulate --compare-methods).
 
-The paper's method (``method=0``) and the hill method (``method=1``,
-docs/controller.md) on the paper's mcf comparison at its run length and on
-a 62 s run, and on the workloads where huge pages help, each against the
-controller switched off; the goals (docs/simulator.md, "Methods") are
-the ``checks``.
+The paper's method (``method=0``), the hill method (``method=1``) and the
+safe method (``method=2``, docs/controller.md) on the paper's mcf
+comparison at its run length and on a 62 s run, and on the workloads where
+huge pages help, each against the controller switched off; the goals
+(docs/simulator.md, "Methods") are the ``checks``.
 
 Two cost models. The goals were set on the simulator whose refills all
 cost the same (``uniform``: access_ns 100, refill_ns 150, the gs464v
@@ -24,7 +24,7 @@ import os
 from nova_tlbbalance.simulate import engine
 from nova_tlbbalance.simulate import paper
 
-METHODS = (('paper', 0), ('hill', 1))
+METHODS = (('paper', 0), ('hill', 1), ('safe', 2))
 DEFAULT_METHOD = 'paper'  # tlbb_params.def: method's default is 0
 
 # (access_ns, refill_ns) overrides, and ns per access with both THP
@@ -201,6 +201,11 @@ def compare(scale=1.0, params=(), jobs=2, short=False, trace_dir=TRACE_DIR):
     return out
 
 
+def _safe_le_hill(rows):
+    return all(rows['safe'][k] <= rows['hill'][k]
+               for k in ('vs_both_thp', 'vs_host_thp_off'))
+
+
 def checks(out):
     """The goals, each a boolean (uniform: the issue's; fitted: vs best)."""
     h = out['uniform']['methods']['hill']
@@ -234,6 +239,13 @@ def checks(out):
         'fitted_hill_faster_than_paper_method':
             fh['vs_both_thp'] < out['fitted']['methods']['paper'][
                 'vs_both_thp'],
+        # the paper guard (docs/simulator.md, "A workload family"): the
+        # safe method at least as good as hill on the paper's comparison
+        # (both ratios, both cost models)
+        'uniform_safe_vs_both_thp_and_host_thp_off_le_hill':
+            _safe_le_hill(out['uniform']['methods']),
+        'fitted_safe_vs_both_thp_and_host_thp_off_le_hill':
+            _safe_le_hill(out['fitted']['methods']),
         'fitted_every_paper_figure_within_5pct':
             all(f['within_tolerance']
                 for f in out['fitted']['paper_figures']),
@@ -261,11 +273,11 @@ def table(out):
     lines.append('helpful workload, uniform model (change vs controller '
                  'off, reversals)')
     for r in out['uniform']['helpful']:
-        lines.append('  %-45s paper %+.3f%% (%d)  hill %+.3f%% (%d)  '
-                     'phase changes %d'
-                     % (r['workload'], 100 * r['paper']['change'],
-                        r['paper']['reversals'], 100 * r['hill']['change'],
-                        r['hill']['reversals'], r['phase_changes']))
+        lines.append('  %-45s %s  phase changes %d' % (
+            r['workload'], '  '.join(
+                '%s %+.3f%% (%d)' % (m, 100 * r[m]['change'],
+                                     r[m]['reversals'])
+                for m, _ in METHODS), r['phase_changes']))
     lines.append('default method: %s' % out['default_method'])
     for name, ok in out['checks'].items():
         lines.append('  %-4s %s' % ('ok' if ok else 'NO', name))

@@ -82,5 +82,5 @@ def test_method_selects_the_controller_method():
     with pytest.raises(ValueError) as exc:
         s.parse('hill')
     assert str(exc.value) == (
-        "tlbbalance:method: invalid value 'hill'; allowed: an integer 0..1 "
+        "tlbbalance:method: invalid value 'hill'; allowed: an integer 0..2 "
         "(method)")

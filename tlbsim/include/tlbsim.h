@@ -258,6 +258,8 @@ struct tlbs_workload {
 	/* chase / hotcold */
 	u64 hot_pages, hot_page_bytes, hot_bytes;
 	u64 hot_at;		/* hotcold: offset of the hot set */
+	u64 drift, drift_every;	/* hotcold: move it by drift bytes */
+	u64 since_drift;	/* every drift_every accesses (wrapping) */
 	double hot_frac;
 	u64 hot_thresh;		/* hot_frac as a 2^32 fraction */
 	u64 *hot_base;		/* offset of each hot block */

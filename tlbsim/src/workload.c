@@ -8,9 +8,11 @@
  *       (the nodes every step comes back to), else anywhere in S
  *   mcf[:...]   chase with the mcf-like defaults (see docs/simulator.md)
  *   seq:size=S[,stride=B]          a sequential stream, wrapping
- *   hotcold:size=S,hot=H[,hot_frac=F,hot_at=A]
+ *   hotcold:size=S,hot=H[,hot_frac=F,hot_at=A,drift=D,drift_every=N]
  *       a contiguous hot set of H bytes from offset A (default 0) gets F
- *       of the accesses, the rest go uniformly anywhere in S
+ *       of the accesses, the rest go uniformly anywhere in S; with drift,
+ *       the hot set moves up by D bytes every N accesses (default 1M),
+ *       wrapping around the end of S
  *   phases:size=S,period=N[,hot_pages=..]
  *       alternates every N accesses between the chase and a sequential
  *       stream over S
@@ -96,6 +98,10 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 				w->hot_bytes = v;
 			else if (!strcmp(tok, "hot_at"))
 				w->hot_at = v;
+			else if (!strcmp(tok, "drift"))
+				w->drift = v;
+			else if (!strcmp(tok, "drift_every"))
+				w->drift_every = v;
 			else if (!strcmp(tok, "stride"))
 				w->stride = v;
 			else if (!strcmp(tok, "period"))
@@ -135,6 +141,13 @@ int tlbs_workload_parse(struct tlbs_workload *w, const char *spec,
 		}
 		if (!args || !strstr(spec, "hot_frac="))
 			w->hot_frac = 0.9;
+		if (!w->drift_every)
+			w->drift_every = 1000000;
+		w->drift %= w->size;
+	} else if (w->drift || w->drift_every) {
+		snprintf(err, errlen, "workload '%s': drift and drift_every "
+			 "are for hotcold only", spec);
+		return -1;
 	}
 	if (w->hot_pages && (!w->hot_page_bytes ||
 	    (w->hot_page_bytes & (w->hot_page_bytes - 1)) ||
@@ -230,19 +243,43 @@ static void fill_seq(struct tlbs_workload *w, u64 *off, u32 n)
 	}
 }
 
-static void fill_hotcold(struct tlbs_workload *w, u64 *off, u32 n)
+static void fill_hotcold_run(struct tlbs_workload *w, u64 *off, u32 n)
 {
 	u64 r, rng = w->rng, hot = w->hot_bytes, size = w->size;
-	u64 thresh = w->hot_thresh, at = w->hot_at;
+	u64 thresh = w->hot_thresh, at = w->hot_at, o;
 	u32 k;
 
 	for (k = 0; k < n; k++) {
 		r = tlbs_rand(&rng);
-		off[k] = ((r >> 32) < thresh ?
-			  at + tlbs_rand_below(&rng, hot) :
-			  tlbs_rand_below(&rng, size)) & ~7ULL;
+		o = (r >> 32) < thresh ? at + tlbs_rand_below(&rng, hot) :
+		    tlbs_rand_below(&rng, size);
+		off[k] = (o >= size ? o - size : o) & ~7ULL;
 	}
 	w->rng = rng;
+}
+
+/* In runs between two moves of the hot set (none without drift). */
+static void fill_hotcold(struct tlbs_workload *w, u64 *off, u32 n)
+{
+	u32 k, m;
+
+	if (!w->drift) {
+		fill_hotcold_run(w, off, n);
+		return;
+	}
+	for (k = 0; k < n; k += m) {
+		m = n - k;
+		if (m > w->drift_every - w->since_drift)
+			m = (u32)(w->drift_every - w->since_drift);
+		fill_hotcold_run(w, off + k, m);
+		w->since_drift += m;
+		if (w->since_drift == w->drift_every) {
+			w->since_drift = 0;
+			w->hot_at += w->drift;
+			if (w->hot_at >= w->size)
+				w->hot_at -= w->size;
+		}
+	}
 }
 
 u32 tlbs_workload_fill(struct tlbs_workload *w, u64 *off, u32 n)

@@ -154,6 +154,32 @@ static void test_workloads(void)
 	CHECK(hot > 3500 && hot < 3900, "hot share %u/4096", hot);
 	tlbs_workload_free(&w);
 
+	/* the hot set moves by 1 MiB every 100 accesses, wrapping at 4 MiB */
+	CHECK_EQ(tlbs_workload_parse(&w, "hotcold:size=4M,hot=1M,hot_frac=1,"
+				     "hot_at=3M,drift=1M,drift_every=100",
+				     25, err, sizeof(err)), 0);
+	tlbs_workload_fill(&w, off, 300);
+	for (i = 0; i < 100; i++)
+		CHECK(off[i] >= (3 << 20) && off[i] < (4 << 20), "at %u", i);
+	for (i = 100; i < 200; i++)
+		CHECK(off[i] < (1 << 20), "wrapped, at %u: %llu", i,
+		      (unsigned long long)off[i]);
+	for (i = 200; i < 300; i++)
+		CHECK(off[i] >= (1 << 20) && off[i] < (2 << 20), "at %u", i);
+	CHECK_EQ(w.hot_at, 2 << 20);
+	tlbs_workload_free(&w);
+	/* a hot set across the end of the footprint wraps to its start */
+	CHECK_EQ(tlbs_workload_parse(&w, "hotcold:size=4M,hot=2M,hot_frac=1,"
+				     "hot_at=2M,drift=1M,drift_every=10",
+				     25, err, sizeof(err)), 0);
+	tlbs_workload_fill(&w, off, 4096);
+	for (i = 10, hot = 0; i < 20; i++)
+		hot += off[i] < (1 << 20);
+	CHECK(hot > 0, "no access wrapped to the start");
+	for (i = 0; i < 4096; i++)
+		CHECK(off[i] < (4 << 20), "outside at %u", i);
+	tlbs_workload_free(&w);
+
 	CHECK_EQ(tlbs_workload_parse(&w, "phases:size=64M,period=100", 25, err,
 				     sizeof(err)), 0);
 	tlbs_workload_fill(&w, off, 300);
@@ -168,6 +194,7 @@ static void test_workloads(void)
 	bad_workload("chase:size=1G,hot_frac=1.5", "hot_frac=1.5");
 	bad_workload("hotcold:size=1G", "hot=BYTES");
 	bad_workload("phases:size=1G", "period=N");
+	bad_workload("chase:size=1G,drift=1M", "hotcold only");
 	bad_workload("chase:size=1M,hot_pages=100,hot_page=16K", "hot_page");
 	bad_workload("chase:size=64G,hot_pages=1,hot_page=8G", "up to 4G");
 	bad_workload("chase:size=1G,hot_pages=10,hot_page=12K",

@@ -26,14 +26,17 @@ MUTANTS = [
     ('(c->run_dir != TLBB_G_NONE && g != c->run_dir)', '0'),
     ('if (c->load_count >= trig)', 'if (0)'),
     ('return (ms + iv - 1) / iv;', 'return ms / iv;'),
-    ('u64 ms = p->method == TLBB_METHOD_HILL ? p->hill_sustain_ms :',
+    ('u64 ms = p->method != TLBB_METHOD_PAPER ? p->hill_sustain_ms :',
      'u64 ms = 0 ? p->hill_sustain_ms :'),
     # method hill
     ('if (c->p.method == TLBB_METHOD_HILL)\n\t\tdec', 'if (0)\n\t\tdec'),
     ('c->hill_best_cost * (1000 - c->p.hill_gain_pm)) {',
      'c->hill_best_cost * 1000) {'),
     ('if (c->cost * 1000 <', 'if (c->cost * 1000 <='),
-    ('c->hill_step >>= 1;', 'c->hill_step = 0;'),
+    ('c->hill_step >>= 1;\n\t\t\tif (!c->hill_step)\n'
+     '\t\t\t\treturn tlbb_hill_hold',
+     'c->hill_step = 0;\n\t\t\tif (!c->hill_step)\n'
+     '\t\t\t\treturn tlbb_hill_hold'),
     ('if (held && dist * 1000 <= held * c->p.hill_retry_pm) {',
      'if (held && dist * 1000 < held * c->p.hill_retry_pm) {'),
     ('dist = c->cost > held ? c->cost - held : held - c->cost;',
@@ -75,8 +78,18 @@ MUTANTS = [
     ('if (c->load_count > c->trigger)\n\t\tc->load_count = c->trigger;',
      ''),
     ('return tlbb_min(prod / d, cap);', 'return prod / d;'),
-    ('if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES)',
-     'if (c->nsamples < c->p.samples)'),
+    ('if (c->nsamples < c->p.samples && c->nsamples < TLBB_MAX_SAMPLES &&',
+     'if (c->nsamples < c->p.samples &&'),
+    # method safe
+    ('c->p.cost_small_ns;', 'c->p.cost_huge_ns;'),
+    ('return tlbb_safe_next(c, true);\t/* undo */',
+     'return tlbb_safe_next(c, false);'),
+    ('!tlbb_safe_clearly_worse(c))', '1)'),
+    ('c->safe_probe * 2;', 'c->safe_probe;'),
+    ('if (c->safe_phase == TLBB_SAFE_SEARCH)\n\t\t\tact',
+     'if (0)\n\t\t\tact'),
+    ('if (dist > tlbb_mul_div_cap(held, c->p.hill_retry_pm, 1000,',
+     'if (0 && dist > tlbb_mul_div_cap(held, c->p.hill_retry_pm, 1000,'),
 ]
 
 

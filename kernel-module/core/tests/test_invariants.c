@@ -7,11 +7,15 @@
  *   - the limit stays within [min(floor, total), total];
  *   - it changes only on a decision tick (or the floor lift), by at most
  *     step_pages (method hill: its first step, hill_first_step_pm of the
- *     VM, at least 1), in the direction the returned action says;
+ *     VM, at least 1; method safe: anywhere in range, as its tries go
+ *     from the best limit both ways, and a search cut short by the load
+ *     going away returns to its best limit), in the direction the
+ *     returned action says;
  *   - a monitor-only controller never changes it;
  *   - C_L never exceeds the trigger and the window never reaches `samples`;
  *   - `decisions` grows by at most one per tick, and two decisions of one
- *     run are at least `samples` ticks apart;
+ *     run are at least `samples` ticks apart (not method safe, which
+ *     judges a clearly worse try after one tick);
  *   - the state matches C_L: sustain means 0 < C_L <= T, a counting state
  *     means C_L == T.
  */
@@ -68,6 +72,7 @@ static bool counting_state(enum tlbb_state st)
 TEST(random_runs_keep_invariants)
 {
 	u64 seen[TLBB_ST_COUNT] = { 0 }, lowers = 0, raises = 0, decisions = 0;
+	u64 safe_undone = 0;
 	unsigned int vmi, id, t;
 
 	for (vmi = 0; vmi < 2000; vmi++) {
@@ -93,6 +98,8 @@ TEST(random_runs_keep_invariants)
 			step = total * p.hill_first_step_pm / 1000;
 			step = step ? step : 1;
 		}
+		if (p.method == TLBB_METHOD_SAFE)
+			step = total;
 
 		for (t = 0; t < 400; t++) {
 			u64 before = vm.c.limit, dec0 = vm.c.decisions;
@@ -110,7 +117,12 @@ TEST(random_runs_keep_invariants)
 				    (unsigned long long)floor);
 			TEST_ASSERT(vm.c.limit <= total, "above total");
 			TEST_ASSERT(vm.c.decisions - dec0 <= 1, "2 decisions");
-			if (act != TLBB_ACT_NONE && vm.c.decisions == dec0)
+			if (act != TLBB_ACT_NONE && vm.c.decisions == dec0 &&
+			    p.method == TLBB_METHOD_SAFE &&
+			    vm.c.state == TLBB_ST_IDLE)
+				safe_undone++;	/* load gone: back to best */
+			else if (act != TLBB_ACT_NONE &&
+				 vm.c.decisions == dec0)
 				TEST_ASSERT(act == TLBB_ACT_RAISE &&
 					    before < floor &&
 					    vm.c.limit == floor,
@@ -137,6 +149,7 @@ TEST(random_runs_keep_invariants)
 					    "counting below T");
 			if (vm.c.decisions != dec0) {
 				if (vm.c.run_dir != TLBB_G_NONE &&
+				    p.method != TLBB_METHOD_SAFE &&
 				    last_decision_tick)
 					TEST_ASSERT(t - last_decision_tick >=
 						    p.samples,
@@ -153,6 +166,7 @@ TEST(random_runs_keep_invariants)
 	for (id = 0; id < TLBB_ST_COUNT; id++)
 		TEST_ASSERT(seen[id] > 100, "state %s seen %llu times",
 			    tlbb_state_name(id), (unsigned long long)seen[id]);
+	TEST_ASSERT(safe_undone > 0, "no safe search cut short");
 	TEST_ASSERT(lowers > 1000 && raises > 1000 && decisions > 10000,
 		    "only %llu lowers, %llu raises, %llu decisions",
 		    (unsigned long long)lowers, (unsigned long long)raises,
