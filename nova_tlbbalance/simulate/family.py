@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A family of workloads drawn from seeds, and every method on each.
 
 ``python3 -m nova_tlbbalance.simulate.family [--seeds 0-11] [--json]``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every controller method on a workload family drawn from seeds.
 
 nova_tlbbalance/simulate/family.py draws one workload per seed (hot sets
