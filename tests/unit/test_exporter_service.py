@@ -605,10 +605,19 @@ def test_http_served_by_an_unprivileged_child():
          '--uri', 'qemu+unix:///system?socket=/nonexistent'],
         stderr=subprocess.PIPE, text=True, env=env)
     try:
-        line = p.stderr.readline()
-        m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served as '
-                      r'nobody\)', line)
-        assert m, line
+        # The collector may log first (e.g. that libvirt-python cannot be
+        # imported, in an environment without it): read up to the line
+        # that says where the exporter listens (at most 20 lines).
+        seen = []
+        m = None
+        while not m and len(seen) < 20:
+            line = p.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served '
+                          r'as nobody\)', line)
+        assert m, ''.join(seen)
         c = http.client.HTTPConnection(m.group(1), int(m.group(2)),
                                        timeout=10)
 
