@@ -14,42 +14,21 @@ Debian's kernel headers makes DKMS build the module, whose ``modinfo``
 version is the package's.
 """
 
-import configparser
 import os
 import re
-import subprocess
-import time
 
 import pytest
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from pkgtest import TOP, VERSION, run
+
 BUILD_TIMEOUT = 1200
 ROOT_TIMEOUT = 1800     # a bookworm root, the packages, headers, a DKMS build
 MIRRORS = ('deb http://deb.debian.org/debian bookworm main',
            'deb http://deb.debian.org/debian-security bookworm-security main')
 
 
-def version():
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(os.path.join(TOP, 'setup.cfg'))
-    return cfg['metadata']['version']
-
-
-VERSION = version()
 DKMS = 'tlbbalance-dkms_%s_all.deb' % VERSION
 PY = 'python3-nova-tlbbalance_%s_all.deb' % VERSION
-
-
-def run(argv, timeout, **kw):
-    t0 = time.monotonic()
-    res = subprocess.run(argv, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True,
-                         timeout=timeout, **kw)
-    took = time.monotonic() - t0
-    shown = ' '.join(argv)[:300]
-    print('$ %s (%.0f s, rc %d)' % (shown, took, res.returncode))
-    assert res.returncode == 0, res.stdout[-6000:]
-    return res.stdout
 
 
 @pytest.fixture(scope='module')

@@ -14,41 +14,22 @@ clone tagged with setup.cfg's version gets reno release sections under
 that version (docs/releasing.md).
 """
 
-import configparser
 import email
 import os
 import subprocess
 import sys
 import tarfile
-import time
 import zipfile
 
 import pytest
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from pkgtest import TOP, VERSION, run
+
 BUILD_TIMEOUT = 900     # two isolated builds (setuptools from PyPI or cache)
 INSTALL_TIMEOUT = 900   # the wheel's requirements into an empty venv
 
 
-def setup_cfg():
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(os.path.join(TOP, 'setup.cfg'))
-    return cfg['metadata']
-
-
-VERSION = setup_cfg()['version']
 NAME = 'nova_tlbbalance-%s' % VERSION
-
-
-def run(argv, timeout, **kw):
-    t0 = time.monotonic()
-    res = subprocess.run(argv, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True,
-                         timeout=timeout, **kw)
-    took = time.monotonic() - t0
-    print('$ %s (%.0f s, rc %d)' % (' '.join(argv), took, res.returncode))
-    assert res.returncode == 0, res.stdout[-6000:]
-    return res.stdout
 
 
 @pytest.fixture(scope='module')
