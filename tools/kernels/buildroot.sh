@@ -46,11 +46,8 @@ if [ "$(cat "$dir/.complete" 2>/dev/null)" = "format $format $pkgs" ] &&
 	echo "$dir"
 	exit 0
 fi
-mirror=${TLBB_DEBIAN_MIRROR:-$({ sed -n 's/^URIs: *//p' \
-	/etc/apt/sources.list.d/*.sources 2>/dev/null
-	sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/p' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-	} | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1 || true)}
+. "$(dirname "$0")/mirror.sh"
+mirror=${TLBB_DEBIAN_MIRROR:-$(host_mirror debian)}
 [ -n "$mirror" ] || die "no debian source in /etc/apt (set TLBB_DEBIAN_MIRROR)"
 tmp=$dir.tmp.$$
 rm -rf "$tmp"

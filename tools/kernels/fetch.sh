@@ -96,14 +96,8 @@ if [ -z "${TLBB_KERNEL_REFRESH:-}" ] &&
 fi
 
 command -v apt-cache >/dev/null || die "apt-cache not found (Debian only)"
-# The URIs of this machine's own Debian sources (deb822 or one-line form)
-# whose last path element is $1 (debian, debian-security).
-host_mirror() {
-	{ sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-	  sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\([^ ]*\) .*/\2/p' \
-		/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-	} | tr ' ' '\n' | grep -E "/$1/?\$" | head -n 1 || true
-}
+# host_mirror NAME: the URI of this machine's own NAME source.
+. "$here/mirror.sh"
 
 # apt for the kernel's own architecture: the host's, or the private arm64
 # lists (the image, its headers and busybox; linux-kbuild stays the host's),

@@ -89,6 +89,13 @@ static bool guest_touch(struct stage2_vm *s, const char *what,
 	return stage2_check_marker(s, what, marker);
 }
 
+/* KVM's pages_4k, or 0 on a kernel that does not count them (5.10). */
+static uint64_t pages_4k(struct kvm_vm *vm)
+{
+	return kvm_vm_has_stat(vm, "pages_4k") ?
+	       kvm_vm_stat(vm, "pages_4k") : 0;
+}
+
 static void test_aligned(struct stage2_vm *s)
 {
 	uint64_t want = SLOT_SIZE / thp_pmd_size(), p2m, p4k;
@@ -100,8 +107,7 @@ static void test_aligned(struct stage2_vm *s)
 	vm_setup(s, mem);
 	guest_touch(s, "aligned", 0xa11a0001);
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
-	p4k = kvm_vm_has_stat(s->vm, "pages_4k") ?
-	      kvm_vm_stat(s->vm, "pages_4k") : 0;
+	p4k = pages_4k(s->vm);
 	tap_diag("aligned: pages_2m=%" PRIu64 " pages_4k=%" PRIu64, p2m, p4k);
 	tap_ok(p2m == want,
 	       "aligned: every 2 MiB of the slot mapped huge at stage 2 "
@@ -122,8 +128,7 @@ static void test_misaligned(void)
 	vm_setup(&s, mem);
 	guest_touch(&s, "misaligned", 0x5a5a0002);
 	p2m = kvm_vm_stat(s.vm, "pages_2m");
-	p4k = kvm_vm_has_stat(s.vm, "pages_4k") ?
-	      kvm_vm_stat(s.vm, "pages_4k") : 0;
+	p4k = pages_4k(s.vm);
 	tap_diag("misaligned: pages_2m=%" PRIu64 " pages_4k=%" PRIu64,
 		 p2m, p4k);
 	tap_ok(p2m == 0,
@@ -198,8 +203,7 @@ static void test_limited(struct stage2_vm *s)
 
 	guest_touch(s, "limited", 0x1e5e0003);
 	p2m = kvm_vm_stat(s->vm, "pages_2m");
-	p4k = kvm_vm_has_stat(s->vm, "pages_4k") ?
-	      kvm_vm_stat(s->vm, "pages_4k") : 0;
+	p4k = pages_4k(s->vm);
 	tap_diag("limited: pages_2m=%" PRIu64 " pages_4k=%" PRIu64, p2m, p4k);
 	if (p2m_is_gauge(s, "limited: stage-2 huge mappings match N_hl"))
 		tap_ok(p2m == limit,
