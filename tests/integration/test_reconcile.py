@@ -20,12 +20,10 @@ import time
 
 import pytest
 
-from nova_tlbbalance import module_defs
+from fake_module import fake_module_tree
 from nova_tlbbalance.probes import proc
 from .conftest import cli, libvirthost, wait_hook
 from .test_libvirt_hook import driver_xml
-
-ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status', 'commit')
 
 
 @pytest.fixture
@@ -42,15 +40,8 @@ def domains(host):
 
 
 def stand_in(tmp_path, vms):
-    root = tmp_path / 'configfs-tlbbalance'
-    (root / 'vms').mkdir(parents=True)
-    (root / 'version').write_text('1\n')
-    for vm in vms:
-        d = root / 'vms' / vm
-        d.mkdir()
-        for a in ATTRS + tuple(p.name for p in module_defs.params()):
-            (d / a).write_text('0\n' if a == 'pid' else '')
-    return root
+    return fake_module_tree(tmp_path / 'configfs-tlbbalance', vms,
+                            pid='0\n')
 
 
 def reconcile(root):

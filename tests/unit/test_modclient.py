@@ -16,21 +16,12 @@ import pytest
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 
-ATTRS = ('pid', 'vcpu_tids', 'ranges', 'mode', 'status', 'commit')
+from fake_module import fake_module_tree
 
 
 def fake_tree(tmp_path, vms=('vm1',), commit=True):
     """``commit=False``: a module older than staged registration."""
-    root = tmp_path / 'tlbbalance'
-    (root / 'vms').mkdir(parents=True)
-    (root / 'version').write_text('1\n')
-    for vm in vms:
-        d = root / 'vms' / vm
-        d.mkdir()
-        for a in ATTRS + tuple(p.name for p in module_defs.params()):
-            if a != 'commit' or commit:
-                (d / a).write_text('')
-    return root
+    return fake_module_tree(tmp_path / 'tlbbalance', vms, commit)
 
 
 def record_writes(monkeypatch, refuse=None):
