@@ -4,4 +4,6 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# appended, not prepended: the suites' folders (ansible, functional, ...)
+# must never shadow a real package
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
