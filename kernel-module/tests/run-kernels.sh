@@ -11,9 +11,9 @@
 # and "total: N passed, N failed"; exits non-zero on any failure.
 #
 # Environment:
-#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12 7.2" on
-#                       amd64: bullseye's, bookworm's two and sid's; "6.1
-#                       6.12" on arm64)
+#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12 7.2":
+#                       bullseye's, bookworm's two and sid's, on amd64 and
+#                       on arm64)
 #   TLBB_ARCH           amd64 (default) or arm64: Debian's arm64 kernels,
 #                       the module and tests cross-built with
 #                       aarch64-linux-gnu-gcc, booted with
@@ -64,11 +64,7 @@ else
 	mkdir -p "$out"
 	ln -sfn "$(basename "$out")" "$top/out/kmod/latest"
 fi
-if [ "${TLBB_ARCH:-amd64}" = arm64 ]; then
-	kernels=${TLBB_KERNELS:-"6.1 6.12"}
-else
-	kernels=${TLBB_KERNELS:-"5.10 6.1 6.12 7.2"}
-fi
+kernels=${TLBB_KERNELS:-"5.10 6.1 6.12 7.2"}
 guest_dir=${TLBB_GUEST_DIR:-$here/guest}
 test_timeout=${TLBB_TEST_TIMEOUT:-240}
 boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
