@@ -154,6 +154,11 @@ def main(argv=None):
     except ShimError as exc:
         print('shim: %s' % exc, file=sys.stderr)
         return 1
+    except OSError as exc:
+        # e.g. nova's package directory is not writable for this user
+        print('shim: %s %s: %s' % (args.action, exc.filename or target(),
+                                   exc.strerror or exc), file=sys.stderr)
+        return 1
     return 0
 
 

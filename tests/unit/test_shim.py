@@ -125,3 +125,20 @@ def test_no_nova_names_the_python(tmp_path):
     assert res.returncode == 1
     assert 'cannot import nova' in res.stderr
     assert sys.executable in res.stderr
+
+
+def test_unwritable_nova_names_the_file(sites):
+    distro, _ = sites
+    virt = distro / 'nova' / 'virt'
+    os.chmod(virt, 0o555)
+    try:
+        if os.access(str(virt), os.W_OK):
+            # root ignores the mode bits: make the target a file instead
+            os.chmod(virt, 0o755)
+            (virt / 'tlbbalance').write_text('')
+        res = cmd(sites, 'install')
+    finally:
+        os.chmod(virt, 0o755)
+    assert res.returncode == 1
+    assert res.stderr.startswith('shim: install %s' % (virt / 'tlbbalance'))
+    assert 'Traceback' not in res.stderr
