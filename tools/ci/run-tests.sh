@@ -32,7 +32,7 @@ declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
 		  [kmod-debug]=4200
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800 [distro]=1200
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800 [distro]=1800
 		  [tempest]=1800)
 
 t0=$(date +%s)
