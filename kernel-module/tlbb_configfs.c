@@ -410,7 +410,7 @@ static ssize_t tlbb_param_store(struct config_item *item,
 		return ret;
 	ret = tlbb_parse_u64(page, false, &val);
 	if (ret == -EINVAL) {
-		/* a named value (tlbb_choices.def): "heat", "hill", ... */
+		/* a named value of tlbb_choices.def */
 		size_t n = len && page[len - 1] == '\n' ? len - 1 : len;
 
 		if (!tlbb_choice_parse(id, page, n, &val))

@@ -10,7 +10,9 @@ validators (:mod:`nova_tlbbalance.validators`), the policy parser
 The five policy keys are defined here; the controller tunables come one per
 line from ``kernel-module/core/tlbb_params.def`` through
 :mod:`nova_tlbbalance.module_defs` (their limits and defaults are never
-restated here).
+restated here); an enumerated one (``split_order``, ``method``) takes the
+names of ``tlbb_choices.def`` as well as the numbers, and is carried as its
+number (what releases before the names read and write).
 """
 
 import dataclasses
@@ -45,6 +47,7 @@ class Spec:
     max: int = None      # int only
     unit: str = ''       # int only
     param: bool = False  # True: a controller tunable from tlbb_params.def
+    names: tuple = ()    # int: names of 0, 1, ... (tlbb_choices.def)
 
     @property
     def key(self):
@@ -53,8 +56,11 @@ class Spec:
     def allowed(self):
         """The allowed values, as words for an error message or a doc."""
         if self.kind == 'int':
-            return 'an integer %d..%d%s' % (
+            words = 'an integer %d..%d%s' % (
                 self.min, self.max, ' (%s)' % self.unit if self.unit else '')
+            if self.names:
+                words = '%s, or %s' % (' | '.join(self.names), words)
+            return words
         return ' | '.join(self.choices)
 
     def parse(self, value):
@@ -72,6 +78,8 @@ class Spec:
                 return 'true'
             if low in _FALSE:
                 return 'false'
+        elif text in self.names:
+            return self.min + self.names.index(text)
         else:
             try:
                 ivalue = int(text, 10)
@@ -131,7 +139,9 @@ def _param_specs():
         Spec(p.name, 'int', p.default,
              'Overrides the kernel module\'s default for this VM: %s.'
              % p.help,
-             min=p.min, max=p.max, unit=p.unit, param=True)
+             min=p.min, max=p.max, unit=p.unit, param=True,
+             names=p.names(),
+             choice_help=tuple(c.help for c in p.choices))
         for p in module_defs.params())
 
 
