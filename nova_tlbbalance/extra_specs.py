@@ -48,6 +48,9 @@ class Spec:
     unit: str = ''       # int only
     param: bool = False  # True: a controller tunable from tlbb_params.def
     names: tuple = ()    # int: names of 0, 1, ... (tlbb_choices.def)
+    # Policy keys: help of the compute host's [tlbbalance] default_<name>
+    # option (nova_tlbbalance.conf makes one per policy key from this).
+    host_default: str = ''
 
     @property
     def key(self):
@@ -96,7 +99,12 @@ def _policy_specs():
         Spec('mode', 'enum', 'off',
              'What the kernel module does for this VM.',
              choices=MODES,
-             choice_help=tuple(m.help for m in module_defs.modes())),
+             choice_help=tuple(m.help for m in module_defs.modes()),
+             host_default='Policy mode for flavors that carry no '
+             'tlbbalance:* extra spec. Unset (the default): such flavors '
+             'are not managed and their guest XML is exactly stock '
+             'nova\'s. Set it to manage every instance on this compute '
+             'host.'),
         Spec('backing', 'enum', 'thp',
              'How guest RAM is backed on the host.',
              choices=BACKINGS,
@@ -105,7 +113,9 @@ def _policy_specs():
                  'start; memory rounded down to whole huge pages',
                  'hugetlbfs pages: nova\'s hw:mem_page_size must be set '
                  'too',
-                 'nova\'s memory backing, unchanged')),
+                 'nova\'s memory backing, unchanged'),
+             host_default='Backing used when a managed flavor does not set '
+             'tlbbalance:backing.'),
         Spec('tlbi_scope', 'enum', 'none',
              'Required TLB-invalidate broadcast scope; die or cluster need '
              'hw:cpu_policy=dedicated (nova does the pinning, the plugin '
@@ -114,12 +124,16 @@ def _policy_specs():
              choice_help=(
                  'no requirement',
                  'all vCPUs pinned inside one die',
-                 'all vCPUs pinned inside one cluster')),
+                 'all vCPUs pinned inside one cluster'),
+             host_default='TLB-invalidate scope used when a managed flavor '
+             'does not set tlbbalance:tlbi_scope.'),
         Spec('strict', 'bool', 'false',
              'true: a failure of the extension (module absent, not enough '
              'huge pages, misaligned RAM) fails the VM\'s start; false: it '
              'is logged and the VM runs.',
-             choices=BOOLEANS),
+             choices=BOOLEANS,
+             host_default='Strictness used when a managed flavor does not '
+             'set tlbbalance:strict.'),
         Spec('prefault', 'bool', 'true',
              'backing=thp only: true allocates and zeroes all guest RAM '
              'before the guest runs (libvirt allocation mode immediate: '
@@ -130,7 +144,11 @@ def _policy_specs():
              'resident RAM). Ignored with backing=hugetlbfs (the pages are '
              'reserved anyway) and backing=none (nova\'s backing, '
              'unchanged).',
-             choices=BOOLEANS),
+             choices=BOOLEANS,
+             host_default='Pre-faulting of THP-backed guest RAM used when '
+             'a managed flavor does not set tlbbalance:prefault (false: '
+             'guest RAM is faulted in as the guest touches it, so nova\'s '
+             'RAM overcommit works).'),
     )
 
 
