@@ -380,7 +380,12 @@ static ssize_t tlbb_vm_commit_store(struct config_item *item,
 	return ret ? ret : len;
 }
 
-/* ---- parameters: one attribute per line of tlbb_params.def ---- */
+/*
+ * ---- parameters: one attribute per line of tlbb_params.def ----
+ * A write takes the number, or for an enumerated tunable (split_order,
+ * method) its name from tlbb_choices.def; a read gives the number, which
+ * clients of earlier releases write and compare (docs/kernel-module.md).
+ */
 
 static ssize_t tlbb_param_show(struct config_item *item,
 			       enum tlbb_param_id id, char *page)
@@ -404,6 +409,13 @@ static ssize_t tlbb_param_store(struct config_item *item,
 	if (ret)
 		return ret;
 	ret = tlbb_parse_u64(page, false, &val);
+	if (ret == -EINVAL) {
+		/* a named value of tlbb_choices.def */
+		size_t n = len && page[len - 1] == '\n' ? len - 1 : len;
+
+		if (!tlbb_choice_parse(id, page, n, &val))
+			ret = 0;
+	}
 	if (ret)
 		return ret;
 	ret = tlbb_vm_set_param(to_tlbb_vm(item), id, val);

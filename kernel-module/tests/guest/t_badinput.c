@@ -6,7 +6,9 @@
  * and vcpu_tids are compared before and after every write (an empty,
  * zero-byte write never reaches the module: configfs itself answers it,
  * EFAULT on 6.x and a zero-byte success on 5.10). Then 10 000
- * random writes: each either succeeds or fails without any change.
+ * random writes: each either succeeds or fails without any change. The
+ * enumerated tunables by name and number (tlbb_choices.def) sit here too,
+ * beside their refused spellings.
  *
  * tlbb-test-timeout: 400
  */
@@ -273,6 +275,51 @@ static void test_params(void)
 	tap_ok(!n, "every parameter: below min, above max, overflow, malformed refused, nothing changed");
 }
 
+/*
+ * The enumerated tunables (split_order, method) by name and by number
+ * (tlbb_choices.def): each name is taken and reads back as its number, the
+ * number is still taken (clients of earlier releases write it), and a name
+ * of another tunable, a prefix, another case or a padded name is refused
+ * with EINVAL, nothing changed.
+ */
+static void test_choices(void)
+{
+	int n = 0, named = 0, err;
+
+#define TLBB_CHOICE(param, id, value, name, help)			\
+	named++;							\
+	err = tlbb_set(VM, #param, "%s\n", name);			\
+	if (err || tlbb_get_u64(VM, #param) != (value)) {		\
+		tap_diag("%s <- %s: %s, reads %llu", #param, name,	\
+			 strerror(-err), (unsigned long long)		\
+			 tlbb_get_u64(VM, #param));			\
+		n++;							\
+	}								\
+	err = tlbb_set(VM, #param, "%s", name);	/* no newline */	\
+	n += err || tlbb_get_u64(VM, #param) != (value);		\
+	err = tlbb_set(VM, #param, "%d\n", (value));			\
+	n += err || tlbb_get_u64(VM, #param) != (value);
+#include "tlbb_choices.def"
+#undef TLBB_CHOICE
+	tap_ok(!n && named >= 6,
+	       "split_order and method: each of %d names taken, read back as its number; the number taken too",
+	       named);
+
+	n = 0;
+	tap_require(!tlbb_set(VM, "split_order", "0\n") &&
+		    !tlbb_set(VM, "method", "0\n"), "split_order, method 0");
+	snapshot(snap0, sizeof(snap0));
+	n += bad("split_order", "hill", EINVAL);
+	n += bad("method", "heat\n", EINVAL);
+	n += bad("method", "hil", EINVAL);
+	n += bad("method", "hills", EINVAL);
+	n += bad("method", "Hill", EINVAL);
+	n += bad("method", " hill", EINVAL);
+	n += bad("method", "hill\n\n", EINVAL);
+	n += bad("samples", "paper", EINVAL);
+	tap_ok(!n, "a name of another tunable, a prefix, an extension, another case or padding refused, nothing changed");
+}
+
 static void test_readonly(void)
 {
 	int n = 0, err;
@@ -474,6 +521,7 @@ int main(void)
 	test_ranges();
 	test_mode();
 	test_params();
+	test_choices();
 	test_readonly();
 	test_names();
 	test_inject();
