@@ -132,7 +132,7 @@ def test_controller_fed_an_imbalance_lowers_limit_and_pages_2m(
 
 def test_collapse_restores_coverage_after_the_limit_is_lifted(
         node, balanced_vm):
-    """Issue 26 item 2: ``tlbbalance collapse`` (process_madvise
+    """Coverage restored on purpose: ``tlbbalance collapse`` (process_madvise
     MADV_COLLAPSE, nova_tlbbalance/collapse.py) forms no huge page above
     the module's limit while it holds; once mode off lifts the limit it
     collapses the guest's RAM at once instead of at khugepaged's pace
