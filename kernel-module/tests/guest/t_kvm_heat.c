@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,7 @@
 #define KD		DAMON "/0"
 #define CTX		KD "/contexts/0"
 #define SCHEME		CTX "/schemes/0"
+#define DAMON_STAT	"/sys/module/damon_stat/parameters/enabled"
 #define SAMPLE_US	5000
 #define AGGR_US		100000
 
@@ -392,8 +394,33 @@ static int damon_start(unsigned int sample_us, unsigned int aggr_us)
 	err = err ?: dset(SCHEME "/access_pattern/nr_accesses/max", "%u\n",
 			  -1u);
 	err = err ?: dset(SCHEME "/access_pattern/age/max", "%u\n", -1u);
-	err = err ?: dset(KD "/state", "on\n");
+	/* EBUSY while an exclusive kdamond (DAMON_STAT) still stops */
+	if (err)
+		return err;
+	for (i = 0; i < 100; i++) {
+		err = file_printf(KD "/state", "on\n");
+		if (err != -EBUSY)
+			break;
+		tlbb_msleep(20);
+	}
+	if (err)
+		tap_diag("write on to " KD "/state: %s", strerror(-err));
 	return err;
+}
+
+/*
+ * DAMON_STAT (7.x, on by default in Debian's 7.2) runs its kdamond
+ * exclusive: no other DAMON context starts beside it, so a feeder must
+ * turn it off (damon_stat.enabled). Whether it was on.
+ */
+static bool damon_stat_off(void)
+{
+	char buf[8] = "";
+
+	if (file_read(DAMON_STAT, buf, sizeof(buf)) <= 0 || buf[0] != 'Y')
+		return false;
+	tap_diag("DAMON_STAT's kdamond runs exclusive: damon_stat.enabled=N for the test");
+	return !file_printf(DAMON_STAT, "N\n");
 }
 
 static void damon_stop(void)
@@ -536,6 +563,7 @@ static void damon(int before)
 	int cold_seen = 0;
 	struct stat st;
 	char buf[64];
+	bool stat_was_on;
 
 	if (stat(DAMON, &st)) {
 		tap_skip("no DAMON sysfs interface in this kernel (CONFIG_DAMON_SYSFS, CONFIG_DAMON_VADDR: Debian's 6.12 has both, 6.1 neither): a guest's heat stays as blind as in part 1",
@@ -543,9 +571,12 @@ static void damon(int before)
 			 NHOT - 1, NHOT);
 		return;
 	}
+	stat_was_on = damon_stat_off();
 	if (!tap_ok(!damon_start(SAMPLE_US, AGGR_US), "damon: a kdamond watches the slot, fvaddr, %d regions of one huge page, %d us samples, %d us windows",
 		    NPAGES, SAMPLE_US, AGGR_US)) {
 		damon_stop();
+		if (stat_was_on)
+			file_printf(DAMON_STAT, "Y\n");
 		return;
 	}
 	vm_register("damon");
@@ -588,6 +619,8 @@ static void damon(int before)
 			 (c1 - c0) / secs / ((double)len / (1ul << 30)),
 			 SAMPLE_US);
 	damon_stop();
+	if (stat_was_on)
+		file_printf(DAMON_STAT, "Y\n");
 	kept = limit_and_count("damon");
 	tap_ok(kept >= NHOT - 1,
 	       "damon: at least %d of %d hot pages stay huge with heat fed from DAMON (%d; sampled alone: %d)",
@@ -618,8 +651,13 @@ int main(void)
 	before = sampled();
 	damon(before);
 #ifdef TLBB_BENCH
-	if (!access(DAMON, F_OK))
+	if (!access(DAMON, F_OK)) {
+		bool stat_was_on = damon_stat_off();
+
 		bench_damon();
+		if (stat_was_on)
+			file_printf(DAMON_STAT, "Y\n");
+	}
 #endif
 	__atomic_store_n(&running, 0, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
