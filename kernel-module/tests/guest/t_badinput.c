@@ -49,7 +49,9 @@ static void snapshot(char *buf, size_t size)
 	n = m > 0 ? m : 0;
 	m = file_read(tlbb_path(VM, "ranges"), buf + n, size - n);
 	n += m > 0 ? m : 0;
-	file_read(tlbb_path(VM, "vcpu_tids"), buf + n, size - n);
+	m = file_read(tlbb_path(VM, "vcpu_tids"), buf + n, size - n);
+	n += m > 0 ? m : 0;
+	file_read(tlbb_path(VM, "heat"), buf + n, size - n);
 }
 
 /* Write buf (len bytes) to attr: must fail with want and change nothing. */
@@ -198,6 +200,48 @@ static void test_ranges(void)
 		     EINVAL, "NUL-terminated");
 #undef RNG
 	tap_ok(!n, "ranges: malformed, unaligned, wrapping, kernel, unmapped, overlapping and too many refused, nothing changed");
+}
+
+/*
+ * heat: "<hva> <length> <heat>" lines, heat decimal 0..255, every line
+ * on a huge-page slot of the ranges, all lines checked before any applies.
+ */
+static void test_heat(void)
+{
+	unsigned long r = (unsigned long)region;
+	char buf[4096];
+	size_t off = 0;
+	int n = 0, i;
+
+#define RNG(...) ({ static char b[256]; snprintf(b, sizeof(b), __VA_ARGS__); b; })
+	n += bad("heat", "abc", EINVAL);
+	n += bad("heat", "sampledx", EINVAL);
+	n += bad("heat", RNG("0x%lx", r), EINVAL);		/* one field */
+	n += bad("heat", RNG("0x%lx 0x%lx", r, REGION), EINVAL);	/* two */
+	n += bad("heat", RNG("0x%lx 0x%lx 1 2", r, REGION), EINVAL); /* four */
+	n += bad("heat", RNG("0x%lx 0 1", r), EINVAL);		/* empty */
+	n += bad("heat", RNG("0x%lx 0x%lx 0x10", r, REGION), EINVAL); /* hex */
+	n += bad("heat", RNG("0x%lx 0x%lx -1", r, REGION), EINVAL);
+	n += bad("heat", RNG("0x%lx 0x%lx 256", r, REGION), ERANGE);
+	n += bad("heat", RNG("0x%lx 0x%lx 99999999999999999999", r, REGION),
+		 ERANGE);
+	n += bad("heat", "0xfffffffffffff000 0x2000 1", ERANGE);	/* wraps */
+	n += bad("heat", "0xffff888000000000 0x200000 1", ERANGE); /* kernel */
+	n += bad("heat", "0x10000 0x1000 1", ERANGE);	/* no slot of ours */
+	n += bad("heat", RNG("0x%lx 0x200000 1", (unsigned long)hole),
+		 ERANGE);
+	/* a good line first: nothing of it may be applied */
+	n += bad("heat", RNG("0x%lx 0x%lx 7\n0x10000 0x1000 1", r, REGION),
+		 ERANGE);
+	n += bad("heat", RNG("0x%lx 0x%lx 7\nabc", r, REGION), EINVAL);
+	for (i = 0; i < 4096 / 12 + 1; i++)
+		off += snprintf(buf + off, sizeof(buf) - off, "0x1 1 1\n");
+	n += bad("heat", buf, ERANGE);	/* one over the lines a write holds */
+	n += bad_buf("heat", RNG("0x%lx 0x%lx 7", r, REGION),
+		     strlen(RNG("0x%lx 0x%lx 7", r, REGION)) + 1, EINVAL,
+		     "NUL-terminated");
+#undef RNG
+	tap_ok(!n, "heat: malformed, out-of-range, outside the ranges and too many lines refused, nothing changed");
 }
 
 static void test_mode(void)
@@ -399,6 +443,7 @@ static void test_capability(void)
 			_exit(99);
 		n += tlbb_set(VM, "pid", "%d\n", getpid()) != -EPERM;
 		n += tlbb_set(VM, "samples", "5\n") != -EPERM;
+		n += tlbb_set(VM, "heat", "sampled\n") != -EPERM;
 		n += tlbb_set_mode(VM, TLBB_MODE_MONITOR) != -EPERM;
 		n += tlbb_vm_create("nocap") != -EPERM;
 		n += tlbb_inject(VM, 1, 1) != -EPERM;
@@ -519,6 +564,7 @@ int main(void)
 	test_pid();
 	test_vcpus();
 	test_ranges();
+	test_heat();
 	test_mode();
 	test_params();
 	test_choices();
