@@ -16,6 +16,7 @@ COMMANDS = (
     'verify',
     'domain',
     'reconcile',
+    'collapse',
     'exporter',
     'simulate',
 )
