@@ -65,6 +65,17 @@ opts = [
         help='Pre-fault THP-backed guest RAM with one thread per vCPU '
              '(<allocation mode="immediate" threads="N"/>) where the '
              'libvirt version supports it (>= 8.2.0).'),
+    cfg.BoolOpt(
+        'report_module_trait',
+        default=True,
+        help='Report the CUSTOM_TLBBALANCE_MODULE trait on this compute '
+             'node\'s resource provider while the tlbbalance kernel module '
+             'can take registrations here, and remove it while it cannot '
+             '(unloaded, configfs not mounted, interface unreadable): '
+             'checked at every resource update '
+             '([DEFAULT] update_resources_interval). Off only where '
+             'nova-compute cannot see the module, e.g. libvirtd in another '
+             'kernel; then give the trait by a provider config.'),
 ]
 
 

@@ -85,6 +85,7 @@ from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import preconditions
+from nova_tlbbalance import provider_config
 from nova_tlbbalance import policy as tlbb_policy
 from nova_tlbbalance import rules
 from nova_tlbbalance.policy import Policy
@@ -197,6 +198,30 @@ def _under_policy(policy, step, error, what, otherwise, instance, log=True):
 
 class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
     """LibvirtDriver whose guest XML carries the tlbbalance policy."""
+
+    _tlbb_module_usable = None      # last state reported (None: never)
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        """nova's, plus CUSTOM_TLBBALANCE_MODULE while the module can take
+        registrations on this host (added and removed here, at every
+        resource update: the trait follows the module within
+        ``[DEFAULT] update_resources_interval``, docs/upgrade.md)."""
+        super().update_provider_tree(provider_tree, nodename,
+                                     allocations=allocations)
+        if not CONF.tlbbalance.report_module_trait:
+            return
+        trait = provider_config.TRAIT_MODULE
+        usable, why = provider_config.module_state(SYS_ROOT, CONFIGFS)
+        if usable:
+            provider_tree.add_traits(nodename, trait)
+        else:
+            provider_tree.remove_traits(nodename, trait)
+        if usable != self._tlbb_module_usable:
+            (LOG.info if usable else LOG.warning)(
+                'tlbbalance: host %s: %s %s: %s', CONF.host, trait,
+                'reported' if usable else 'withdrawn', why)
+            self._tlbb_module_usable = usable
 
     def _tlbb_huge_page_kib(self):
         if CONF.tlbbalance.thp_page_size_kb:

@@ -163,6 +163,28 @@ class Client:
     def present(self):
         return os.path.isdir(os.path.join(self.root, 'vms'))
 
+    def usable(self):
+        """(usable, why): whether the module can take registrations: its
+        configfs root has ``vms/`` and a numeric interface ``version``. A
+        module loaded without configfs mounted, or whose interface cannot
+        be read, takes no VM: broken counts as absent. The one test behind
+        the strict precondition and the CUSTOM_TLBBALANCE_MODULE trait."""
+        if not self.present():
+            return False, ('the tlbbalance kernel module is not loaded (%s)'
+                           % self.root)
+        try:
+            version = self._read(os.path.join(self.root, 'version')).strip()
+        except OSError as exc:
+            return False, ('the tlbbalance kernel module is loaded (%s) but '
+                           'its interface version cannot be read: %s'
+                           % (self.root, exc))
+        if not version.isdigit():
+            return False, ('the tlbbalance kernel module is loaded (%s) but '
+                           'its interface version %r is not a number'
+                           % (self.root, version[:40]))
+        return True, ('the tlbbalance kernel module is loaded (%s), '
+                      'interface version %s' % (self.root, version))
+
     def _need(self):
         if not self.present():
             raise ModuleAbsent('tlbbalance module not loaded: %s/vms does '

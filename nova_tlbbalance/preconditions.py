@@ -99,10 +99,9 @@ def module(pol, configfs=None):
     """The kernel module must be loaded for a mode other than off."""
     if pol.mode == 'off':
         return 'mode off: no module needed'
-    client = modclient.Client(configfs)
-    if not client.present():
-        raise Unmet('the tlbbalance kernel module is not loaded (%s)'
-                    % client.root)
+    usable, why = modclient.Client(configfs).usable()
+    if not usable:
+        raise Unmet(why)
     return 'module loaded'
 
 

@@ -7,11 +7,17 @@ prints) a provider config file, schema 1.0 of nova's
 doc/source/admin/managing-resource-providers.rst), that adds these traits
 to the compute node's resource provider, from facts read on this host:
 
-* ``CUSTOM_TLBBALANCE_MODULE``: tlbbalance.ko is loaded
-  (``/sys/module/tlbbalance`` or its configfs root is present);
 * ``CUSTOM_TLBBALANCE_DVMBM``: the kernel limits TLBI broadcast per VM
   (DVMBM, as ``tlbbalance status`` detects it:
-  :func:`nova_tlbbalance.hostfacts.dvmbm`).
+  :func:`nova_tlbbalance.hostfacts.dvmbm`): a fact of the hardware and
+  the kernel, fixed until the host reboots;
+* ``CUSTOM_TLBBALANCE_MODULE`` only with ``--module-trait``: the module
+  comes and goes under a running nova-compute (upgrades, removal), which
+  reads this file only when it starts, so the driver plugin owns that
+  trait (:func:`module_state`, reported at every resource update:
+  docs/upgrade.md, "Placement traits follow the module"). The option is
+  for a nova-compute that cannot see the module (the test cloud's kvm
+  host, whose libvirtd runs in another kernel).
 
 Flavors then ask for them (``trait:CUSTOM_TLBBALANCE_DVMBM=required``).
 With ``--output`` the file is rewritten only when its text changes, and
@@ -21,7 +27,6 @@ Standard library only.
 """
 
 import argparse
-import os
 import re
 import sys
 
@@ -38,15 +43,23 @@ UUID_RE = re.compile(r'^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-'
 COMPUTE_NODE = '$COMPUTE_NODE'
 
 
-def host_traits(sys_root='/sys', proc_root='/proc', configfs=None,
-                kmsg_lines=None):
-    """[(trait, why)] of this host, in a fixed order."""
-    out = []
+def module_state(sys_root='/sys', configfs=None):
+    """(usable, why) of tlbbalance.ko here: :meth:`modclient.Client.usable`
+    (the strict precondition's test too), configfs under ``sys_root``
+    unless given."""
     configfs = configfs or (sys_root + modclient.DEFAULT_ROOT[len('/sys'):])
-    for path in (sys_root + '/module/tlbbalance', configfs):
-        if os.path.isdir(path):
-            out.append((TRAIT_MODULE, '%s is present' % path))
-            break
+    return modclient.Client(configfs).usable()
+
+
+def host_traits(sys_root='/sys', proc_root='/proc', configfs=None,
+                kmsg_lines=None, module_trait=False):
+    """[(trait, why)] of this host, in a fixed order; the module trait
+    only when ``module_trait`` (see the module's docstring)."""
+    out = []
+    if module_trait:
+        usable, why = module_state(sys_root, configfs)
+        if usable:
+            out.append((TRAIT_MODULE, why))
     dv = hostfacts.dvmbm(proc_root, sys_root, kmsg_lines=kmsg_lines)
     if dv['enabled']:
         out.append((TRAIT_DVMBM, 'DVMBM enabled (%s)' % dv['source']))
@@ -100,19 +113,29 @@ def main(argv=None):
     ident.add_argument('--name', help='provider name instead of a UUID')
     p.add_argument('--trait', action='append', default=[], metavar='TRAIT',
                    help='an extra CUSTOM_ trait (repeatable)')
+    p.add_argument('--module-trait', action='store_true',
+                   help='also write %s when the module is usable here '
+                   '(only for a nova-compute that cannot see the module: '
+                   'otherwise the driver plugin reports it)' % TRAIT_MODULE)
     p.add_argument('--check', action='store_true',
                    help='with --output: write nothing, say "would write" '
                    'or "unchanged"')
     p.add_argument('--sys-root', default='/sys', help=argparse.SUPPRESS)
     p.add_argument('--proc-root', default='/proc', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    traits = host_traits(args.sys_root, args.proc_root)
+    traits = host_traits(args.sys_root, args.proc_root,
+                         module_trait=args.module_trait)
     traits += [(t, 'asked for (--trait)') for t in args.trait
                if t not in [x for x, _ in traits]]
     try:
         text = render(traits, uuid=args.uuid, name=args.name)
     except ValueError as e:
         p.error(str(e))
+    # the module's state, for the reader (the role's verification): on
+    # stderr, as stdout may be the file's text
+    usable, why = module_state(args.sys_root)
+    print('tlbbalance module: %s (%s)' % ('usable' if usable else 'unusable',
+                                          why), file=sys.stderr)
     if not args.output:
         sys.stdout.write(text)
         return 0

@@ -92,7 +92,9 @@ NR_HUGEPAGES = '/proc/sys/vm/nr_hugepages'
 # Where tests and benchmarks keep the QEMU capability cache (cache_dir=).
 CAPS_CACHE = os.environ.get(
     'TLBB_LIBVIRT_CAPS_CACHE',
-    os.path.expanduser('~/.cache/nova-tlbbalance/libvirt-capabilities'))
+    os.path.join(os.environ.get('XDG_CACHE_HOME')
+                 or os.path.expanduser('~/.cache'),
+                 'nova-tlbbalance', 'libvirt-capabilities'))
 HOST_ETC = '/etc/libvirt'
 # Bounds on waits (the machine is shared: 2 cores, load up to ~10).
 TERM_WAIT = 20.0        # a process given SIGTERM

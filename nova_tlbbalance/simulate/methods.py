@@ -62,7 +62,9 @@ HELPFUL_SHORT = (
     ('phases:size=4G,period=10000000', 1e8, 1e7),
     ('phases:size=4G,period=100000000', 3e8, 1e8),
 )
-TRACE_DIR = os.path.expanduser('~/.cache/nova-tlbbalance/traces')
+TRACE_DIR = os.path.join(
+    os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
+    'nova-tlbbalance', 'traces')
 TRACE_ACCESSES = 2e8
 
 

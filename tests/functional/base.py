@@ -23,6 +23,7 @@ from nova.tests.functional.libvirt import base
 # Registers the [tlbbalance] options, as importing the driver does in
 # nova-compute.
 import nova_tlbbalance.driver  # noqa: F401
+from nova_tlbbalance import reconcile
 
 OPERATOR_DRIVER = 'tlbbalance.TLBBalanceLibvirtDriver'
 STOCK_DRIVER = 'libvirt.LibvirtDriver'
@@ -95,11 +96,14 @@ class TLBBalanceTestBase(base.ServersTestBase):
             f.write('always [madvise] never\n')
         self.useFixture(fixtures.MonkeyPatch(
             'nova_tlbbalance.driver.SYS_ROOT', root))
-        # nova's harness runs no kernel module: an empty directory stands
-        # in for its configfs root, so strict guests find it "loaded"
-        # (tests of a missing module point it elsewhere).
+        # nova's harness runs no kernel module: a directory with vms/ and
+        # an interface version stands in for its configfs root, so strict
+        # guests find it "loaded" (tests of a missing module point it
+        # elsewhere).
         self.configfs = os.path.join(root, 'configfs-tlbbalance')
         os.makedirs(os.path.join(self.configfs, 'vms'))
+        with open(os.path.join(self.configfs, 'version'), 'w') as f:
+            f.write('%d\n' % reconcile.MODULE_INTERFACE)
         self.useFixture(fixtures.MonkeyPatch(
             'nova_tlbbalance.driver.CONFIGFS', self.configfs))
         return root

@@ -17,8 +17,15 @@ from nova import monkey_patch
 from nova import test as nova_test
 
 
+def _is_patched():
+    if hasattr(monkey_patch, 'is_patched'):
+        return monkey_patch.is_patched()
+    import eventlet.patcher     # nova 31 (2025.1): no is_patched() yet
+    return eventlet.patcher.is_monkey_patched('thread')
+
+
 def _check_oslo_db_slot_is_per_greenthread():
-    if not monkey_patch.is_patched():
+    if not _is_patched():
         return   # native threading mode: a native thread-local is right
     import eventlet.corolocal
     slot = enginefacade._TransactionContextTLocal

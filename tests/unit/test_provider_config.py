@@ -4,6 +4,7 @@ every file it writes is parsed and validated by nova's own provider
 config loader (nova.compute.provider_config, schema 1.0)."""
 
 import os
+import shutil
 
 import pytest
 from nova import exception as nova_exc
@@ -26,6 +27,13 @@ def roots(tmp_path):
     return s, p
 
 
+def load_module(s, version='1\n'):
+    """The module's configfs root as the loaded module shows it."""
+    os.makedirs(s + '/kernel/config/tlbbalance/vms')
+    if version is not None:
+        write(s + '/kernel/config/tlbbalance/version', version)
+
+
 def nova_reads(path):
     """What nova-compute loads from the file (schema-checked by nova)."""
     return nova_pc._parse_provider_yaml(path)
@@ -40,10 +48,10 @@ def nova_reads(path):
 def test_traits_follow_host_facts(tmp_path, module, dvmbm, traits):
     s, p = roots(tmp_path)
     if module:
-        os.makedirs(s + '/module/tlbbalance')
+        load_module(s)
     if dvmbm:
         write(s + '/module/kvm/parameters/dvmbm_enabled', 'Y\n')
-    got = pc.host_traits(s, p, kmsg_lines=[])
+    got = pc.host_traits(s, p, kmsg_lines=[], module_trait=True)
     assert [t for t, _ in got] == traits
     out = str(tmp_path / 'provider' / 'tlbbalance.yaml')
     assert filewrite.write_if_changed(out, pc.render(got), 0o644) is True
@@ -54,10 +62,33 @@ def test_traits_follow_host_facts(tmp_path, module, dvmbm, traits):
     assert prov.get('traits', {}).get('additional', []) == traits
 
 
-def test_module_seen_by_its_configfs_root(tmp_path):
+def test_module_trait_only_when_asked(tmp_path):
+    # the driver plugin owns it (it follows the module at every resource
+    # update; tests/functional/test_module_trait.py): a provider config,
+    # read only when nova-compute starts, leaves it out by default
     s, p = roots(tmp_path)
-    os.makedirs(s + '/kernel/config/tlbbalance')
-    assert pc.host_traits(s, p, kmsg_lines=[])[0][0] == pc.TRAIT_MODULE
+    load_module(s)
+    assert pc.host_traits(s, p, kmsg_lines=[]) == []
+    assert pc.host_traits(s, p, kmsg_lines=[], module_trait=True)[0][0] \
+        == pc.TRAIT_MODULE
+
+
+@pytest.mark.parametrize('version,why', [
+    (None, 'cannot be read'),
+    ('banana\n', 'not a number'),
+])
+def test_broken_module_has_no_trait(tmp_path, version, why):
+    s, p = roots(tmp_path)
+    load_module(s, version)
+    assert pc.host_traits(s, p, kmsg_lines=[], module_trait=True) == []
+    usable, said = pc.module_state(s)
+    assert not usable and why in said
+
+
+def test_module_loaded_without_configfs_has_no_trait(tmp_path):
+    s, p = roots(tmp_path)
+    os.makedirs(s + '/module/tlbbalance')
+    assert pc.host_traits(s, p, kmsg_lines=[], module_trait=True) == []
 
 
 def test_dvmbm_from_kernel_log_and_command_line(tmp_path):
@@ -70,10 +101,10 @@ def test_dvmbm_from_kernel_log_and_command_line(tmp_path):
 
 def test_cli_writes_only_on_change(tmp_path, capsys):
     s, p = roots(tmp_path)
-    os.makedirs(s + '/module/tlbbalance')
+    load_module(s)
     out = str(tmp_path / 'pc' / 'tlbbalance.yaml')
     argv = ['--output', out, '--sys-root', s, '--proc-root', p,
-            '--trait', 'CUSTOM_RACK_A']
+            '--module-trait', '--trait', 'CUSTOM_RACK_A']
     assert pc.main(argv) == 0
     assert capsys.readouterr().out == (
         'written %s traits=CUSTOM_TLBBALANCE_MODULE,CUSTOM_RACK_A\n' % out)
@@ -83,7 +114,7 @@ def test_cli_writes_only_on_change(tmp_path, capsys):
     assert os.stat(out).st_mtime_ns == mtime
     assert nova_reads(out)['providers'][0]['traits']['additional'] == [
         'CUSTOM_TLBBALANCE_MODULE', 'CUSTOM_RACK_A']
-    os.rmdir(s + '/module/tlbbalance')          # module unloaded
+    shutil.rmtree(s + '/kernel/config/tlbbalance')      # module unloaded
     assert pc.main(argv) == 0
     assert capsys.readouterr().out == (
         'written %s traits=CUSTOM_RACK_A\n' % out)

@@ -72,6 +72,7 @@ def test_strict_host(tmp_path):
     (thp / 'enabled').write_text('always madvise [never]\n')
     cfs = tmp_path / 'configfs'
     (cfs / 'vms').mkdir(parents=True)
+    (cfs / 'version').write_text('1\n')
     pol = Policy(mode='monitor', strict=True)
     with pytest.raises(rules.Unmet, match='transparent huge pages are off'):
         rules.strict_host(pol, str(tmp_path), str(cfs))
@@ -86,3 +87,16 @@ def test_strict_host(tmp_path):
         == ['mode off: no module needed']
     assert rules.strict_unmet('h1', 'x') == \
         'strict policy (tlbbalance:strict=true) not met on host h1: x'
+
+
+def test_strict_host_module_broken(tmp_path):
+    # a module whose interface cannot be read takes no VM: refused as the
+    # trait is withdrawn (modclient.Client.usable)
+    thp = tmp_path / 'kernel' / 'mm' / 'transparent_hugepage'
+    thp.mkdir(parents=True)
+    (thp / 'enabled').write_text('always [madvise] never\n')
+    cfs = tmp_path / 'configfs'
+    (cfs / 'vms').mkdir(parents=True)
+    pol = Policy(mode='monitor', strict=True)
+    with pytest.raises(rules.Unmet, match='interface version cannot be read'):
+        rules.strict_host(pol, str(tmp_path), str(cfs))

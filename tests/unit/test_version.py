@@ -36,6 +36,9 @@ RESTATED = (
     ('kernel-module/dkms.conf', r'^PACKAGE_VERSION="([^"]*)"$'),
     ('ansible/roles/tlbbalance/defaults/main.yml',
      r'^tlbbalance_module_version: "([^"]*)"$'),
+    ('ansible/roles/tlbbalance/meta/argument_specs.yml',
+     r'^        default: "(\d+\.\d+\.\d+)"$'),
+    ('ansible/galaxy.yml', r'^version: (\S+)$'),
     ('ansible/inventory.example.yml',
      r'^\s+tlbbalance_module_version: "([^"]*)"$'),
     ('ansible/inventory.example.yml',
@@ -222,3 +225,68 @@ def test_version_tags_agree_with_setup_cfg():
         if commit == head:
             assert tag == version, (
                 'HEAD is tagged %s but setup.cfg says %s' % (tag, version))
+
+
+def tree_version_at(commit):
+    """setup.cfg's version in commit."""
+    text = subprocess.run(['git', 'show', '%s:setup.cfg' % commit], cwd=TOP,
+                          check=True, stdout=subprocess.PIPE,
+                          text=True).stdout
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read_string(text)
+    return cfg['metadata']['version']
+
+
+def test_each_version_tag_is_on_its_version():
+    """reno names a release section after its tag; the packages built from
+    the tagged commit take setup.cfg's version: each tag must name the
+    version its commit's setup.cfg says."""
+    for tag, commit in version_tags().items():
+        found = tree_version_at(commit)
+        assert found == tag, (
+            'tag %s is on %s, whose setup.cfg says %s: reno files notes '
+            'under %s, the packages say %s' % (tag, commit[:12], found, tag,
+                                               found))
+
+
+def newest_reachable_tag():
+    """(tag, commits since it) of the newest version tag HEAD descends
+    from, as reno counts them, or None."""
+    res = subprocess.run(
+        ['git', 'describe', '--tags', '--long', '--match',
+         '[0-9]*.[0-9]*.[0-9]*'], cwd=TOP, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    if res.returncode:
+        return None
+    m = re.fullmatch(r'(\d+\.\d+\.\d+)-(\d+)-g[0-9a-f]+', res.stdout.strip())
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def test_notes_after_a_release_are_setup_cfgs_next_version():
+    """After the tag X.Y.Z, reno lists new notes as "Not yet released":
+    they go into the next release, so setup.cfg must already say a later
+    version (else a build of this commit would claim to be X.Y.Z)."""
+    found = newest_reachable_tag()
+    check_after_tag(found, setup_cfg_version())
+
+
+def check_after_tag(found, version):
+    if found is None or found[1] == 0:
+        return      # no release yet, or HEAD is the release (tested above)
+    tag, since = found
+    assert _key(version) > _key(tag), (
+        'HEAD is %d commit(s) after the release tag %s and setup.cfg still '
+        'says %s: set setup.cfg (and what test_version names) to the next '
+        'version (docs/releasing.md#making-a-release)' % (since, tag,
+                                                          version))
+
+
+def test_check_after_tag_fails_on_a_stale_version():
+    check_after_tag(None, '0.1.0')
+    check_after_tag(('0.1.0', 0), '0.1.0')
+    check_after_tag(('0.1.0', 3), '0.2.0')
+    with pytest.raises(AssertionError, match='3 commit.s. after the release '
+                       'tag 0.1.0 and setup.cfg still says 0.1.0'):
+        check_after_tag(('0.1.0', 3), '0.1.0')
+    with pytest.raises(AssertionError):
+        check_after_tag(('0.2.0', 1), '0.1.9')

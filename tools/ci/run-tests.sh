@@ -14,7 +14,7 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb distro tempest"}
 # The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
 # run for every change to kernel-module/, not for every run, as its kernel
 # build from an empty cache does not fit the budget (docs/kernel-tests.md).
@@ -32,7 +32,7 @@ declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [integration]=1200 [kmod]=1500
 		  [kmod-debug]=4200
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800 [distro]=1800
 		  [tempest]=1800)
 
 t0=$(date +%s)

@@ -388,6 +388,10 @@ def nova_compute_kvm(lay, host, instances, libvirt_uri, provider_dir):
         # in the node opens them through a 9p share.
         'disk_cachemodes': 'file=writeback',
     })
+    # this nova-compute cannot see the node's module (another kernel):
+    # the node's provider config gives CUSTOM_TLBBALANCE_MODULE instead
+    # (kvmhost.write_provider_config)
+    c.setdefault('tlbbalance', {})['report_module_trait'] = False
     return c
 
 

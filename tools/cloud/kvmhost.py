@@ -161,13 +161,16 @@ class KvmHost:
         """The node's traits, as an operator's host gets them (the Ansible
         role runs the same command): ``python3 -m
         nova_tlbbalance.provider_config`` run in the node reads its facts
-        there (CUSTOM_TLBBALANCE_MODULE when the module is loaded). The
-        node sees this machine's files read-only, so the text comes back
-        on stdout and is written here."""
+        there. With ``--module-trait``, CUSTOM_TLBBALANCE_MODULE when the
+        module is loaded: on an operator's host the driver plugin reports
+        that trait, but this nova-compute runs outside the node and cannot
+        see the node's module (its ``report_module_trait`` is off:
+        configs.nova_compute_kvm). The node sees this machine's files
+        read-only, so the text comes back on stdout and is written here."""
         os.makedirs(self.provider_dir, exist_ok=True)
         text = self.node_run(
             [self.lay.bin('python'), '-m', 'nova_tlbbalance.provider_config',
-             '--name', self.name], 'provider config')
+             '--module-trait', '--name', self.name], 'provider config')
         with open(os.path.join(self.provider_dir, 'tlbbalance.yaml'),
                   'w') as f:
             f.write(text)

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-cache=${TLBB_CACHE:-$HOME/.cache/nova-tlbbalance}/checkpatch
+cache=${TLBB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance}/checkpatch
 cp=$cache/scripts/checkpatch.pl
 
 if [ ! -f "$cp" ]; then
