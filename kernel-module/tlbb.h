@@ -82,8 +82,9 @@ struct tlbb_limiter {
 
 /*
  * Heat of the huge-page slots of the ranges (tlbb_heat.c): one byte per
- * slot, the last eight accessed-bit samples; NULL until split_order 2
- * first samples.
+ * slot, the last eight accessed-bit samples, or (fed) what user space
+ * last wrote to the VM's heat attribute; NULL until split_order 2 first
+ * samples or user space first writes.
  */
 struct tlbb_heat {
 	u8 *heat;
@@ -92,7 +93,18 @@ struct tlbb_heat {
 	u64 armed;		/* slots cleared, their sample due (heat_work) */
 	unsigned long due;	/* jiffies: when it is due */
 	u64 sampled;		/* slots sampled since the pid was set */
+	bool fed;		/* heat written by user space: no sampling */
+	u64 fed_slots;		/* slots set by the writes since then */
 };
+
+/* One line of a write to the heat attribute: [hva, hva + len) is heat. */
+struct tlbb_heat_line {
+	unsigned long hva, len;
+	u8 heat;
+};
+
+/* Lines one write may carry (a page: at least 12 bytes a line). */
+#define TLBB_MAX_HEAT_LINES	(PAGE_SIZE / 12)
 
 /* What a stage has written: only that is applied by its commit. */
 enum {
@@ -241,6 +253,9 @@ unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm);
 bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm);
 u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot);
 void tlbb_heat_free(struct tlbb_vm *vm);
+int tlbb_heat_feed(struct tlbb_vm *vm, const struct tlbb_heat_line *l,
+		   unsigned int n);
+int tlbb_heat_sample(struct tlbb_vm *vm);
 
 /* tlbb_counter.c */
 void tlbb_counter_start(struct tlbb_vm *vm);

@@ -307,6 +307,97 @@ out:
 	return ret ? ret : len;
 }
 
+/* ---- heat: fed by user space (tlbb_heat.c) ---- */
+
+static ssize_t tlbb_vm_heat_show(struct config_item *item, char *page)
+{
+	struct tlbb_vm *vm = to_tlbb_vm(item);
+	ssize_t n;
+
+	mutex_lock(&vm->lock);
+	n = sysfs_emit(page, "%s %llu\n", vm->heat.fed ? "fed" : "sampled",
+		       vm->heat.fed_slots);
+	mutex_unlock(&vm->lock);
+	return n;
+}
+
+/* Parse one "<hva> <length> <heat>" line; the line is modified. */
+static int tlbb_parse_heat(char *line, struct tlbb_heat_line *h)
+{
+	u64 v[3];
+	char *tok;
+	int i, ret;
+
+	for (i = 0; i < 3; i++) {
+		do {
+			tok = strsep(&line, " \t");
+		} while (tok && !*tok);
+		if (!tok)
+			return -EINVAL;
+		ret = tlbb_parse_u64(tok, i < 2, &v[i]);
+		if (ret)
+			return ret;
+	}
+	do {
+		tok = strsep(&line, " \t");
+	} while (tok && !*tok);
+	if (tok)
+		return -EINVAL;		/* a fourth field */
+	if (!v[1])
+		return -EINVAL;
+	if (v[2] > U8_MAX || v[0] + v[1] < v[0] ||
+	    v[0] + v[1] > TASK_SIZE_MAX)
+		return -ERANGE;
+	h->hva = v[0];
+	h->len = v[1];
+	h->heat = v[2];
+	return 0;
+}
+
+/*
+ * "<hva> <length> <heat>" lines (heat 0 cold .. 255 hot) set the heat of
+ * the huge-page slots they overlap, and the VM's heat is fed from then
+ * on (not sampled); "sampled" goes back to the module's own sampling.
+ */
+static ssize_t tlbb_vm_heat_store(struct config_item *item,
+				  const char *page, size_t len)
+{
+	int ret = tlbb_store_check(page, len);
+	struct tlbb_heat_line *h;
+	char *buf, *p, *line;
+	unsigned int n = 0;
+
+	if (ret)
+		return ret;
+	if (sysfs_streq(page, "sampled")) {
+		ret = tlbb_heat_sample(to_tlbb_vm(item));
+		return ret ? ret : len;
+	}
+	buf = kmemdup_nul(page, len, GFP_KERNEL);
+	h = kcalloc(TLBB_MAX_HEAT_LINES, sizeof(*h), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!buf || !h)
+		goto out;
+	p = buf;
+	while ((line = strsep(&p, "\n")) != NULL) {
+		line = strim(line);
+		if (!*line)
+			continue;
+		ret = -ERANGE;
+		if (n == TLBB_MAX_HEAT_LINES)
+			goto out;
+		ret = tlbb_parse_heat(line, &h[n]);
+		if (ret)
+			goto out;
+		n++;
+	}
+	ret = n ? tlbb_heat_feed(to_tlbb_vm(item), h, n) : -EINVAL;
+out:
+	kfree(h);
+	kfree(buf);
+	return ret ? ret : len;
+}
+
 /* ---- mode ---- */
 
 static ssize_t tlbb_vm_mode_show(struct config_item *item, char *page)
@@ -380,7 +471,12 @@ static ssize_t tlbb_vm_commit_store(struct config_item *item,
 	return ret ? ret : len;
 }
 
-/* ---- parameters: one attribute per line of tlbb_params.def ---- */
+/*
+ * ---- parameters: one attribute per line of tlbb_params.def ----
+ * A write takes the number, or for an enumerated tunable (split_order,
+ * method) its name from tlbb_choices.def; a read gives the number, which
+ * clients of earlier releases write and compare (docs/kernel-module.md).
+ */
 
 static ssize_t tlbb_param_show(struct config_item *item,
 			       enum tlbb_param_id id, char *page)
@@ -404,6 +500,13 @@ static ssize_t tlbb_param_store(struct config_item *item,
 	if (ret)
 		return ret;
 	ret = tlbb_parse_u64(page, false, &val);
+	if (ret == -EINVAL) {
+		/* a named value of tlbb_choices.def */
+		size_t n = len && page[len - 1] == '\n' ? len - 1 : len;
+
+		if (!tlbb_choice_parse(id, page, n, &val))
+			ret = 0;
+	}
 	if (ret)
 		return ret;
 	ret = tlbb_vm_set_param(to_tlbb_vm(item), id, val);
@@ -592,6 +695,7 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 TLBB_ATTR_RW(tlbb_vm_, pid);
 TLBB_ATTR_RW(tlbb_vm_, vcpu_tids);
 TLBB_ATTR_RW(tlbb_vm_, ranges);
+TLBB_ATTR_RW(tlbb_vm_, heat);
 TLBB_ATTR_RW(tlbb_vm_, mode);
 TLBB_ATTR_RW(tlbb_vm_, commit);
 TLBB_ATTR_RO(tlbb_vm_, status);
@@ -600,6 +704,7 @@ static struct configfs_attribute *tlbb_vm_attrs[] = {
 	&tlbb_vm_attr_pid,
 	&tlbb_vm_attr_vcpu_tids,
 	&tlbb_vm_attr_ranges,
+	&tlbb_vm_attr_heat,
 	&tlbb_vm_attr_mode,
 	&tlbb_vm_attr_commit,
 	&tlbb_vm_attr_status,

@@ -42,10 +42,20 @@
  * What it cannot see: accesses that do not go through this page table.
  * KVM guests running on two-stage translation touch guest RAM through the
  * stage-2 (NPT/EPT) tables, whose accessed bits only reach the host's
- * through mmu_notifier_clear_young(), not exported to modules; for them
- * only the pages KVM faulted in since the last sample are seen young.
+ * through mmu_notifier_test_young()/clear_young(): inline wrappers of
+ * __mmu_notifier_test_young()/__mmu_notifier_clear_young(), which no
+ * kernel from 5.10 to 7.2 exports to modules; for them only the pages KVM
+ * faulted in since the last sample are seen young.
  * Slots that are not huge are aged but not sampled: restoring is
  * khugepaged's work once the hold is lifted (tlbb_thp.c), in its order.
+ *
+ * Fed heat: so user space that can age through the secondary MMU writes
+ * the heat instead (the VM's heat attribute, tlbb_heat_feed()): on 6.12
+ * DAMON's virtual-address operations, whose aging calls
+ * mmu_notifier_clear_young() and so reaches KVM's stage 2
+ * (docs/kernel-module.md, "Heat through stage 2"). Once fed, the VM's
+ * slots are no longer sampled: the order is what was written, until
+ * "sampled" is written or the pid changes.
  */
 #include <linux/jiffies.h>
 #include <linux/ktime.h>
@@ -195,6 +205,9 @@ unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	const struct tlbb_params *p = &vm->params;
 
+	if (vm->heat.fed)
+		return 0;	/* user space writes the heat */
+
 	if (p->heat_window_ms && p->heat_window_ms < p->interval_ms) {
 		/* sample no more than were cleared: the same window each */
 		vm->heat.armed = tlbb_heat_walk(vm, mm, false,
@@ -235,4 +248,89 @@ u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot)
 	if (!vm->heat.heat || slot >= vm->heat.nslots)
 		return 0;
 	return vm->heat.heat[slot];
+}
+
+/*
+ * Set the heat of every slot a line's range overlaps to the line's heat,
+ * in the order of the lines (the last wins); the slots no line overlaps
+ * keep theirs. A feeder that measures finer than a huge page takes the
+ * hottest part of each page itself. All lines are checked before any is
+ * applied: -ERANGE if one overlaps no slot of the ranges (none registered
+ * included). From then on the VM's heat is fed: not sampled.
+ */
+int tlbb_heat_feed(struct tlbb_vm *vm, const struct tlbb_heat_line *l,
+		   unsigned int n)
+{
+	u64 *first, *last, set = 0;
+	unsigned int i, k;
+	int ret = 0;
+	u8 *heat;
+
+	first = kcalloc(n, sizeof(*first), GFP_KERNEL);
+	last = kcalloc(n, sizeof(*last), GFP_KERNEL);
+	if (!first || !last) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	mutex_lock(&vm->lock);
+	heat = tlbb_heat_get(vm);
+	if (!heat) {
+		ret = vm->nr_ranges ? -ENOMEM : -ERANGE;
+		goto out;
+	}
+	/* slots [first, last) of each line, ranges numbered in turn */
+	for (i = 0; i < n; i++) {
+		unsigned long lend = l[i].hva + l[i].len;
+		u64 base = 0;
+
+		first[i] = last[i] = 0;
+		for (k = 0; k < vm->nr_ranges; k++) {
+			const struct tlbb_range *r = &vm->ranges[k];
+			unsigned long start = ALIGN(r->hva, PMD_SIZE);
+			unsigned long stop = ALIGN_DOWN(r->hva + r->len,
+							PMD_SIZE);
+			unsigned long a, b;
+
+			if (stop <= start)
+				continue;
+			a = max(start, ALIGN_DOWN(l[i].hva, PMD_SIZE));
+			b = min(stop, ALIGN(lend, PMD_SIZE));
+			if (a < b) {
+				first[i] = base + ((a - start) >> PMD_SHIFT);
+				last[i] = base + ((b - start) >> PMD_SHIFT);
+				break;
+			}
+			base += (stop - start) >> PMD_SHIFT;
+		}
+		if (first[i] == last[i]) {
+			ret = -ERANGE;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		memset(heat + first[i], l[i].heat, last[i] - first[i]);
+		set += last[i] - first[i];
+	}
+	if (!vm->heat.fed) {
+		vm->heat.fed = true;
+		vm->heat.fed_slots = 0;
+		vm->heat.armed = 0;	/* a sample under way is void */
+	}
+	vm->heat.fed_slots += set;
+out:
+	mutex_unlock(&vm->lock);
+out_free:
+	kfree(first);
+	kfree(last);
+	return ret;
+}
+
+/* Back to sampling accessed bits (the heat written so far ages out). */
+int tlbb_heat_sample(struct tlbb_vm *vm)
+{
+	mutex_lock(&vm->lock);
+	vm->heat.fed = false;
+	vm->heat.fed_slots = 0;
+	mutex_unlock(&vm->lock);
+	return 0;
 }

@@ -386,6 +386,8 @@ static int tlbb_vm_attach(struct tlbb_vm *vm, struct pid **pidp,
 	memset(&vm->lim, 0, sizeof(vm->lim));
 	tlbb_heat_free(vm);
 	vm->heat.sampled = 0;
+	vm->heat.fed = false;
+	vm->heat.fed_slots = 0;
 	if (!*pidp)
 		return 0;
 

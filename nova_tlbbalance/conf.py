@@ -13,44 +13,22 @@ from nova_tlbbalance import extra_specs as es
 GROUP = 'tlbbalance'
 
 
-def _choices(name):
-    spec = es.BY_KEY['%s:%s' % (es.PREFIX, name)]
-    return list(zip(spec.choices, spec.choice_help))
+def _host_default(spec):
+    """``[tlbbalance] default_<name>``: the host's value of a policy key
+    for a flavor that does not set it (help and choices from the table;
+    every key but mode says its table default)."""
+    help_ = spec.host_default
+    if spec.name != 'mode':
+        default = spec.default
+        help_ += ' Unset: %s.' % (repr(default) if spec.kind == 'enum'
+                                  else default)
+    if spec.kind == 'bool':
+        return cfg.BoolOpt('default_' + spec.name, help=help_)
+    return cfg.StrOpt('default_' + spec.name, help=help_,
+                      choices=list(zip(spec.choices, spec.choice_help)))
 
 
-def _table_default(name):
-    return es.BY_KEY['%s:%s' % (es.PREFIX, name)].default
-
-
-opts = [
-    cfg.StrOpt(
-        'default_mode',
-        choices=_choices('mode'),
-        help='Policy mode for flavors that carry no tlbbalance:* extra '
-             'spec. Unset (the default): such flavors are not managed and '
-             'their guest XML is exactly stock nova\'s. Set it to manage '
-             'every instance on this compute host.'),
-    cfg.StrOpt(
-        'default_backing',
-        choices=_choices('backing'),
-        help='Backing used when a managed flavor does not set '
-             'tlbbalance:backing. Unset: %r.' % _table_default('backing')),
-    cfg.StrOpt(
-        'default_tlbi_scope',
-        choices=_choices('tlbi_scope'),
-        help='TLB-invalidate scope used when a managed flavor does not set '
-             'tlbbalance:tlbi_scope. Unset: %r.'
-             % _table_default('tlbi_scope')),
-    cfg.BoolOpt(
-        'default_strict',
-        help='Strictness used when a managed flavor does not set '
-             'tlbbalance:strict. Unset: %s.' % _table_default('strict')),
-    cfg.BoolOpt(
-        'default_prefault',
-        help='Pre-faulting of THP-backed guest RAM used when a managed '
-             'flavor does not set tlbbalance:prefault (false: guest RAM is '
-             'faulted in as the guest touches it, so nova\'s RAM '
-             'overcommit works). Unset: %s.' % _table_default('prefault')),
+opts = [_host_default(s) for s in es.SPECS if not s.param] + [
     cfg.IntOpt(
         'thp_page_size_kb',
         default=0,
@@ -86,11 +64,8 @@ def register_opts(conf):
 def defaults(conf):
     """The policy defaults from ``conf`` for Policy.from_extra_specs."""
     group = conf[GROUP]
-    return {'mode': group.default_mode,
-            'backing': group.default_backing,
-            'tlbi_scope': group.default_tlbi_scope,
-            'strict': group.default_strict,
-            'prefault': group.default_prefault}
+    return {s.name: group['default_' + s.name]
+            for s in es.SPECS if not s.param}
 
 
 def list_opts():

@@ -84,6 +84,7 @@ from nova.virt.libvirt import guest as libvirt_guest
 from nova_tlbbalance import conf as tlbb_conf
 from nova_tlbbalance import guest_config
 from nova_tlbbalance import hostfacts
+from nova_tlbbalance import modclient
 from nova_tlbbalance import preconditions
 from nova_tlbbalance import provider_config
 from nova_tlbbalance import policy as tlbb_policy
@@ -212,7 +213,7 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
         if not CONF.tlbbalance.report_module_trait:
             return
         trait = provider_config.TRAIT_MODULE
-        usable, why = provider_config.module_state(SYS_ROOT, CONFIGFS)
+        usable, why = modclient.Client(CONFIGFS).usable()
         if usable:
             provider_tree.add_traits(nodename, trait)
         else:

@@ -10,7 +10,9 @@ validators (:mod:`nova_tlbbalance.validators`), the policy parser
 The five policy keys are defined here; the controller tunables come one per
 line from ``kernel-module/core/tlbb_params.def`` through
 :mod:`nova_tlbbalance.module_defs` (their limits and defaults are never
-restated here).
+restated here); an enumerated one (``split_order``, ``method``) takes the
+names of ``tlbb_choices.def`` as well as the numbers, and is carried as its
+number (what releases before the names read and write).
 """
 
 import dataclasses
@@ -45,6 +47,10 @@ class Spec:
     max: int = None      # int only
     unit: str = ''       # int only
     param: bool = False  # True: a controller tunable from tlbb_params.def
+    names: tuple = ()    # int: names of 0, 1, ... (tlbb_choices.def)
+    # Policy keys: help of the compute host's [tlbbalance] default_<name>
+    # option (nova_tlbbalance.conf makes one per policy key from this).
+    host_default: str = ''
 
     @property
     def key(self):
@@ -53,8 +59,11 @@ class Spec:
     def allowed(self):
         """The allowed values, as words for an error message or a doc."""
         if self.kind == 'int':
-            return 'an integer %d..%d%s' % (
+            words = 'an integer %d..%d%s' % (
                 self.min, self.max, ' (%s)' % self.unit if self.unit else '')
+            if self.names:
+                words = '%s, or %s' % (' | '.join(self.names), words)
+            return words
         return ' | '.join(self.choices)
 
     def parse(self, value):
@@ -72,6 +81,8 @@ class Spec:
                 return 'true'
             if low in _FALSE:
                 return 'false'
+        elif text in self.names:
+            return self.min + self.names.index(text)
         else:
             try:
                 ivalue = int(text, 10)
@@ -88,7 +99,12 @@ def _policy_specs():
         Spec('mode', 'enum', 'off',
              'What the kernel module does for this VM.',
              choices=MODES,
-             choice_help=tuple(m.help for m in module_defs.modes())),
+             choice_help=tuple(m.help for m in module_defs.modes()),
+             host_default='Policy mode for flavors that carry no '
+             'tlbbalance:* extra spec. Unset (the default): such flavors '
+             'are not managed and their guest XML is exactly stock '
+             'nova\'s. Set it to manage every instance on this compute '
+             'host.'),
         Spec('backing', 'enum', 'thp',
              'How guest RAM is backed on the host.',
              choices=BACKINGS,
@@ -97,7 +113,9 @@ def _policy_specs():
                  'start; memory rounded down to whole huge pages',
                  'hugetlbfs pages: nova\'s hw:mem_page_size must be set '
                  'too',
-                 'nova\'s memory backing, unchanged')),
+                 'nova\'s memory backing, unchanged'),
+             host_default='Backing used when a managed flavor does not set '
+             'tlbbalance:backing.'),
         Spec('tlbi_scope', 'enum', 'none',
              'Required TLB-invalidate broadcast scope; die or cluster need '
              'hw:cpu_policy=dedicated (nova does the pinning, the plugin '
@@ -106,12 +124,16 @@ def _policy_specs():
              choice_help=(
                  'no requirement',
                  'all vCPUs pinned inside one die',
-                 'all vCPUs pinned inside one cluster')),
+                 'all vCPUs pinned inside one cluster'),
+             host_default='TLB-invalidate scope used when a managed flavor '
+             'does not set tlbbalance:tlbi_scope.'),
         Spec('strict', 'bool', 'false',
              'true: a failure of the extension (module absent, not enough '
              'huge pages, misaligned RAM) fails the VM\'s start; false: it '
              'is logged and the VM runs.',
-             choices=BOOLEANS),
+             choices=BOOLEANS,
+             host_default='Strictness used when a managed flavor does not '
+             'set tlbbalance:strict.'),
         Spec('prefault', 'bool', 'true',
              'backing=thp only: true allocates and zeroes all guest RAM '
              'before the guest runs (libvirt allocation mode immediate: '
@@ -122,7 +144,11 @@ def _policy_specs():
              'resident RAM). Ignored with backing=hugetlbfs (the pages are '
              'reserved anyway) and backing=none (nova\'s backing, '
              'unchanged).',
-             choices=BOOLEANS),
+             choices=BOOLEANS,
+             host_default='Pre-faulting of THP-backed guest RAM used when '
+             'a managed flavor does not set tlbbalance:prefault (false: '
+             'guest RAM is faulted in as the guest touches it, so nova\'s '
+             'RAM overcommit works).'),
     )
 
 
@@ -131,7 +157,9 @@ def _param_specs():
         Spec(p.name, 'int', p.default,
              'Overrides the kernel module\'s default for this VM: %s.'
              % p.help,
-             min=p.min, max=p.max, unit=p.unit, param=True)
+             min=p.min, max=p.max, unit=p.unit, param=True,
+             names=p.names(),
+             choice_help=tuple(c.help for c in p.choices))
         for p in module_defs.params())
 
 

@@ -38,7 +38,12 @@ PARAMS_HEADER = """
 ## Controller tunables
 
 Each overrides the kernel module's default for this VM only (limits and
-defaults are the module's own, from `tlbb_params.def`). Integers, decimal.
+defaults are the module's own, from `tlbb_params.def`). Integers, decimal;
+`split_order` and `method` take the names of their values
+(`tlbb_choices.def`), and still take the numbers, which is how the policy
+carries them to the compute host and the module: hosts of an earlier
+release read the numbers only, so give flavors the names once every compute
+host runs this release ([upgrade.md](upgrade.md)).
 
 | Key | Range | Unit | Default | Meaning |
 |---|---|---|---|---|
@@ -106,9 +111,17 @@ def render():
     for s in es.SPECS:
         if not s.param:
             continue
-        out.append('| `%s` | %d..%d | %s | %d | %s |\n' % (
-            s.key, s.min, s.max, _cell(s.unit), s.default,
-            _cell(s.description)))
+        rng, default, meaning = '%d..%d' % (s.min, s.max), s.default, \
+            _cell(s.description)
+        if s.names:
+            rng = '%s (or %s)' % (', '.join('`%s`' % n for n in s.names),
+                                  rng)
+            default = '`%s`' % s.names[s.default - s.min]
+            meaning += ''.join('<br>`%s` (%d): %s' % (n, s.min + i, _cell(h))
+                               for i, (n, h) in enumerate(
+                                   zip(s.names, s.choice_help)))
+        out.append('| `%s` | %s | %s | %s | %s |\n' % (
+            s.key, rng, _cell(s.unit), default, meaning))
     out.append(FOOTER)
     for combination, why in CONFLICTS:
         out.append('| %s | %s |\n' % (combination, why))

@@ -372,6 +372,16 @@ class Client:
             raise ModuleError(d, exc.errno, 'rmdir') from None
         return True
 
+    def ranges(self, vm):
+        """The VM's guest RAM ranges, ``[(hva, length, gpa), ...]``, or None
+        if the VM is absent."""
+        try:
+            text = self._read(os.path.join(self._vm(vm), 'ranges'))
+        except FileNotFoundError:
+            return None
+        return [tuple(int(f, 0) for f in line.split())
+                for line in text.splitlines() if line.strip()]
+
     def status(self, vm):
         """The VM's ``status`` attribute as a dict, or None if absent.
 

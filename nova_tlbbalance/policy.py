@@ -40,8 +40,15 @@ NS_PREFIX = 'tlbbalance'
 POLICY_TAG = '{%s}policy' % NS
 PARAM_TAG = '{%s}param' % NS
 
-_ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict', 'prefault')
-_BOOLS = ('strict', 'prefault')
+# The policy keys, from the extra specs table: one attribute each.
+_ATTRS = tuple(s.name for s in es.SPECS if not s.param)
+_BOOLS = tuple(s.name for s in es.SPECS if not s.param and s.kind == 'bool')
+_ENUMS = tuple(s.name for s in es.SPECS if not s.param and s.kind == 'enum')
+# The attributes release 0.1.0 knew, always written; a later one is
+# written only when it is not its default, so an older reader (which
+# refuses attributes it does not know) still reads every policy that does
+# not use it (docs/upgrade.md).
+_FIRST_ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict')
 VERSION_ATTR = 'version'
 
 # The policy metadata format this release reads in full; absent = 1.
@@ -113,7 +120,7 @@ class Policy:
 
     def __post_init__(self):
         # Canonicalise and check, so an invalid Policy cannot exist.
-        for name in ('mode', 'backing', 'tlbi_scope'):
+        for name in _ENUMS:
             setattr(self, name, es.spec('%s:%s' % (es.PREFIX, name)).parse(
                 getattr(self, name)))
         for name in _BOOLS:
@@ -220,8 +227,7 @@ class Policy:
 
     def to_extra_specs(self):
         """The extra specs that give this policy (all policy keys)."""
-        out = {'%s:%s' % (es.PREFIX, n): getattr(self, n)
-               for n in ('mode', 'backing', 'tlbi_scope')}
+        out = {'%s:%s' % (es.PREFIX, n): getattr(self, n) for n in _ENUMS}
         for name in _BOOLS:
             out['%s:%s' % (es.PREFIX, name)] = \
                 'true' if getattr(self, name) else 'false'
@@ -239,15 +245,13 @@ class Policy:
 
     def to_element(self):
         """The ``<tlbbalance:policy>`` element (xml.etree.ElementTree)."""
-        elem = ET.Element(POLICY_TAG, {
-            'mode': self.mode,
-            'backing': self.backing,
-            'tlbi_scope': self.tlbi_scope,
-            'strict': 'true' if self.strict else 'false',
-        })
-        if not self.prefault:
-            # Only when not the default: older readers reject the attribute.
-            elem.set('prefault', 'false')
+        elem = ET.Element(POLICY_TAG)
+        for name in _ATTRS:
+            value = getattr(self, name)
+            if name in _BOOLS:
+                value = 'true' if value else 'false'
+            if name in _FIRST_ATTRS or value != _default(name):
+                elem.set(name, value)
         for name, value in self.params.items():
             ET.SubElement(elem, PARAM_TAG, {'name': name,
                                             'value': str(value)})

@@ -25,6 +25,8 @@ class TLBBalanceSpecValidator(base.ExtraSpecValidator):
 
 
 def _value(spec):
+    if spec.kind == 'int' and spec.names:
+        return {'type': str, 'description': spec.allowed()}
     if spec.kind == 'int':
         return {'type': int, 'min': spec.min, 'max': spec.max,
                 'description': spec.unit}

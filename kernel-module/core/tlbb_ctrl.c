@@ -72,6 +72,48 @@ int tlbb_param_set(struct tlbb_params *p, enum tlbb_param_id id, u64 val)
 	}
 }
 
+const struct tlbb_choice_desc tlbb_choice_descs[] = {
+#define TLBB_CHOICE(param, id, value, name, help) \
+	{ TLBB_P_##param, (u64)(value), name, help },
+#include "tlbb_choices.def"
+#undef TLBB_CHOICE
+};
+
+const unsigned int tlbb_choice_count =
+	sizeof(tlbb_choice_descs) / sizeof(tlbb_choice_descs[0]);
+
+int tlbb_choice_parse(enum tlbb_param_id id, const char *text,
+		      unsigned long len, u64 *val)
+{
+	unsigned int i;
+	unsigned long k;
+
+	for (i = 0; i < tlbb_choice_count; i++) {
+		const struct tlbb_choice_desc *d = &tlbb_choice_descs[i];
+
+		if (d->param != id)
+			continue;
+		for (k = 0; k < len && d->name[k] == text[k]; k++)
+			;
+		if (k == len && !d->name[k]) {
+			*val = d->value;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *tlbb_choice_name(enum tlbb_param_id id, u64 val)
+{
+	unsigned int i;
+
+	for (i = 0; i < tlbb_choice_count; i++)
+		if (tlbb_choice_descs[i].param == id &&
+		    tlbb_choice_descs[i].value == val)
+			return tlbb_choice_descs[i].name;
+	return 0;
+}
+
 /* Copy @src into @dst with every field clamped into its range. */
 static void tlbb_params_clamp(struct tlbb_params *dst,
 			      const struct tlbb_params *src)

@@ -41,15 +41,46 @@ enum tlbb_param_id {
 };
 
 /*
- * Values of the split_order tunable: which huge pages the limiter (module
- * and simulator) splits first. Not the controller's business; kept here,
- * beside the tunables, as the one list both read.
+ * Values of the enumerated tunables (split_order: which huge pages the
+ * limiter, module and simulator, splits first; method: the controller's
+ * method), from tlbb_choices.def: TLBB_SPLIT_ADDRESS, TLBB_METHOD_HILL, ...
  */
+#define TLBB_CHOICE_split_order(id, value) TLBB_##id = (value),
+#define TLBB_CHOICE_method(id, value)
+#define TLBB_CHOICE(param, id, value, name, help) \
+	TLBB_CHOICE_##param(id, value)
 enum tlbb_split_order {
-	TLBB_SPLIT_ADDRESS = 0,	/* highest address first */
-	TLBB_SPLIT_RANDOM = 1,	/* uniformly at random */
-	TLBB_SPLIT_HEAT = 2,	/* coldest (sampled accessed bits) first */
+#include "tlbb_choices.def"
 };
+#undef TLBB_CHOICE_split_order
+#undef TLBB_CHOICE_method
+#define TLBB_CHOICE_split_order(id, value)
+#define TLBB_CHOICE_method(id, value) TLBB_##id = (value),
+enum tlbb_method {
+#include "tlbb_choices.def"
+};
+#undef TLBB_CHOICE_split_order
+#undef TLBB_CHOICE_method
+#undef TLBB_CHOICE
+
+/* One named value of an enumerated tunable (tlbb_choices.def). */
+struct tlbb_choice_desc {
+	enum tlbb_param_id param;
+	u64 value;
+	const char *name, *help;
+};
+
+extern const struct tlbb_choice_desc tlbb_choice_descs[];
+extern const unsigned int tlbb_choice_count;
+
+/*
+ * The value of tunable @id named by the @len bytes at @text (no NUL
+ * needed): 0 and *@val set, or -1 when @id has no such name.
+ */
+int tlbb_choice_parse(enum tlbb_param_id id, const char *text,
+		      unsigned long len, u64 *val);
+/* The name of value @val of tunable @id, or NULL when it has none. */
+const char *tlbb_choice_name(enum tlbb_param_id id, u64 val);
 
 struct tlbb_param_desc {
 	const char *name;
@@ -133,8 +164,6 @@ struct tlbb_ctrl {
 	bool safe_flipped;	/* this step tried (or came from) both ways */
 	bool safe_waited;	/* a raise got its one window to form */
 };
-
-enum tlbb_method { TLBB_METHOD_PAPER, TLBB_METHOD_HILL, TLBB_METHOD_SAFE };
 
 /* Method safe: no search yet, searching, holding (reference pending / set). */
 enum tlbb_safe_phase { TLBB_SAFE_NONE, TLBB_SAFE_SEARCH, TLBB_SAFE_REF,

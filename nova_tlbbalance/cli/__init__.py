@@ -18,6 +18,7 @@ COMMANDS = (
     'reconcile',
     'release',
     'reload',
+    'collapse',
     'exporter',
     'simulate',
 )

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The controller's methods side by side (simulate --compare-methods).
 
-The paper's method (``method=0``), the hill method (``method=1``) and the
-safe method (``method=2``, docs/controller.md) on the paper's mcf
+The controller's methods, as ``tlbb_choices.def`` names them (``paper``,
+``hill`` and ``safe``, docs/controller.md), on the paper's mcf
 comparison at its run length and on a 62 s run, and on the workloads where
 huge pages help, each against the controller switched off; the goals
 (docs/simulator.md, "Methods") are the ``checks``.
@@ -21,11 +21,14 @@ import concurrent.futures
 import glob
 import os
 
+from nova_tlbbalance import module_defs
 from nova_tlbbalance.simulate import engine
 from nova_tlbbalance.simulate import paper
 
-METHODS = (('paper', 0), ('hill', 1), ('safe', 2))
-DEFAULT_METHOD = 'paper'  # tlbb_params.def: method's default is 0
+_METHOD = module_defs.param('method')
+# (name, number) of each method, from tlbb_choices.def
+METHODS = tuple((c.name, c.value) for c in _METHOD.choices)
+DEFAULT_METHOD = _METHOD.name_of(_METHOD.default)
 
 # (access_ns, refill_ns) overrides, and ns per access with both THP
 COST_MODELS = {

@@ -2,9 +2,10 @@
 """Which huge pages to split: address order, random and heat side by side.
 
 ``tlbbalance simulate --compare-split-orders [--json] [--trace PATH]``:
-the module's ``split_order`` tunable (0 address, 1 random, 2 heat:
-``tlbb_params.def``) on the same workloads in the simulator, each case run
-once per order with everything else equal, on GS464V with both THP levels.
+the module's ``split_order`` tunable (its values as ``tlbb_choices.def``
+names them, which tlbsim's ``--split-order`` takes too) on the same
+workloads in the simulator, each case run once per order with everything
+else equal, on GS464V with both THP levels.
 
 Two ways of limiting: the controller (``balance``, its defaults), as in
 production; and a held limit (``--huge-limit N --huge-limit-at 2``: every
@@ -22,11 +23,10 @@ set low in the range is already kept by it).
 import concurrent.futures
 import dataclasses
 
+from nova_tlbbalance import module_defs
 from nova_tlbbalance.simulate import engine
 
-ORDERS = ('address', 'random', 'heat')
-# tlbsim's names of the module's orders
-TLBSIM_NAME = {'address': 'high', 'random': 'random', 'heat': 'heat'}
+ORDERS = module_defs.choice_names('split_order')
 NEVER_WORSE = 1.001
 BEATS = 0.99
 LIMIT_AT_S = 2.0
@@ -96,7 +96,7 @@ def _run(case, order, short, tlbsim, machine):
     accesses = case.short_accesses if short else case.accesses
     return engine.run(cfg, machine=machine, workload=case.workload,
                       accesses=accesses,
-                      split_order=TLBSIM_NAME[order], series=False,
+                      split_order=order, series=False,
                       tlbsim=tlbsim, **limit)
 
 

@@ -130,6 +130,30 @@ def test_controller_fed_an_imbalance_lowers_limit_and_pages_2m(
     assert scenario.payload_errors(node, VM) == 0
 
 
+def test_collapse_restores_coverage_after_the_limit_is_lifted(
+        node, balanced_vm):
+    """Coverage restored on purpose: ``tlbbalance collapse`` (process_madvise
+    MADV_COLLAPSE, nova_tlbbalance/collapse.py) forms no huge page above
+    the module's limit while it holds; once mode off lifts the limit it
+    collapses the guest's RAM at once instead of at khugepaged's pace
+    (its defaults: 640 s per GiB)."""
+    st = scenario.module_status(node, VM)
+    limit = int(st['huge_limit'])
+    assert limit < VM_MIB // 2, st
+    res = node.run('tlbbalance collapse --vm %s --json' % VM, timeout=300)
+    held = json.loads(res.stdout)
+    assert held['limit'] == limit and held['huge_pages'] <= limit, held
+    node.check('echo off > %s/vms/%s/mode' % (scenario.CONFIGFS, VM))
+    res = node.run('tlbbalance collapse --vm %s --json --cpu-share 1' % VM,
+                   timeout=300)
+    out = json.loads(res.stdout)
+    print('collapse after the lift: %s' % out)
+    assert res.rc == 0 and out['limit'] is None, res.stdout + res.stderr
+    assert out['huge_pages'] >= 0.99 * (VM_MIB // 2), out
+    # The guest kept running and its memory is intact.
+    assert scenario.payload_errors(node, VM) == 0
+
+
 def test_destroy_unregisters_vm(node, balanced_vm):
     node.check('virsh -q destroy %s' % VM, timeout=120)
     wait_until('vms/%s gone from the module' % VM,

@@ -10,6 +10,7 @@ hands to ``defineXML`` is captured instead.
 """
 
 import os
+import pathlib
 import sys
 import time
 from unittest import mock
@@ -23,7 +24,7 @@ from nova.tests.functional.libvirt import base
 # Registers the [tlbbalance] options, as importing the driver does in
 # nova-compute.
 import nova_tlbbalance.driver  # noqa: F401
-from nova_tlbbalance import reconcile
+from fake_module import fake_module_tree  # tests/ is on sys.path
 
 OPERATOR_DRIVER = 'tlbbalance.TLBBalanceLibvirtDriver'
 STOCK_DRIVER = 'libvirt.LibvirtDriver'
@@ -100,10 +101,8 @@ class TLBBalanceTestBase(base.ServersTestBase):
         # an interface version stands in for its configfs root, so strict
         # guests find it "loaded" (tests of a missing module point it
         # elsewhere).
-        self.configfs = os.path.join(root, 'configfs-tlbbalance')
-        os.makedirs(os.path.join(self.configfs, 'vms'))
-        with open(os.path.join(self.configfs, 'version'), 'w') as f:
-            f.write('%d\n' % reconcile.MODULE_INTERFACE)
+        self.configfs = str(fake_module_tree(
+            pathlib.Path(root, 'configfs-tlbbalance'), vms=()))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_tlbbalance.driver.CONFIGFS', self.configfs))
         return root

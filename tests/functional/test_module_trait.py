@@ -13,7 +13,10 @@ as ``modclient.Client.usable`` reads the real one.
 """
 
 import os
+import pathlib
 import shutil
+
+from fake_module import fake_module_tree  # tests/ is on sys.path
 
 from . import base
 
@@ -34,9 +37,7 @@ class TestModuleTrait(base.TLBBalanceTestBase):
         shutil.rmtree(self.configfs)
 
     def load(self):
-        os.makedirs(os.path.join(self.configfs, 'vms'))
-        with open(os.path.join(self.configfs, 'version'), 'w') as f:
-            f.write('1\n')
+        fake_module_tree(pathlib.Path(self.configfs), vms=())
 
     def boot_requiring_trait(self, expected_state):
         flavor = self._create_flavor(

@@ -20,6 +20,14 @@ def setup_cfg():
 VERSION = setup_cfg()['version']
 
 
+def build_debs(tmp_path_factory, timeout):
+    """The two .debs built by ``make deb``'s script into a fresh
+    directory (the ``debs`` fixture of tox -e deb and tox -e distro)."""
+    out = tmp_path_factory.mktemp('deb')
+    run([os.path.join(TOP, 'tools', 'deb', 'build.sh'), str(out)], timeout)
+    return str(out)
+
+
 def run(argv, timeout, **kw):
     t0 = time.monotonic()
     res = subprocess.run(argv, stdout=subprocess.PIPE,

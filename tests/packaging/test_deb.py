@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from pkgtest import TOP, VERSION, run
+from pkgtest import VERSION, build_debs, run
 
 BUILD_TIMEOUT = 1200
 ROOT_TIMEOUT = 1800     # a bookworm root, the packages, headers, a DKMS build
@@ -33,10 +33,7 @@ PY = 'python3-nova-tlbbalance_%s_all.deb' % VERSION
 
 @pytest.fixture(scope='module')
 def debs(tmp_path_factory):
-    out = tmp_path_factory.mktemp('deb')
-    run([os.path.join(TOP, 'tools', 'deb', 'build.sh'), str(out)],
-        BUILD_TIMEOUT)
-    return str(out)
+    return build_debs(tmp_path_factory, BUILD_TIMEOUT)
 
 
 def contents(deb):

@@ -33,7 +33,7 @@ import sys
 
 import pytest
 
-from pkgtest import TOP, VERSION, run
+from pkgtest import TOP, VERSION, build_debs, run
 
 SUITE = 'trixie'
 # nova-compute and python3-nova as an operator installs them; the venv
@@ -64,10 +64,7 @@ def base():
 
 @pytest.fixture(scope='module')
 def debs(tmp_path_factory):
-    out = tmp_path_factory.mktemp('deb')
-    run([os.path.join(TOP, 'tools', 'deb', 'build.sh'), str(out)],
-        BUILD_TIMEOUT)
-    return str(out)
+    return build_debs(tmp_path_factory, BUILD_TIMEOUT)
 
 
 @pytest.fixture(scope='module')

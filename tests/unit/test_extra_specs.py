@@ -79,8 +79,31 @@ def test_method_selects_the_controller_method():
     s = es.spec('tlbbalance:method')
     assert s.default == 0
     assert s.parse('1') == 1
+    assert s.names == ('paper', 'hill', 'safe')
+    assert [s.parse(n) for n in ('paper', 'hill', 'safe')] == [0, 1, 2]
     with pytest.raises(ValueError) as exc:
-        s.parse('hill')
+        s.parse('fast')
     assert str(exc.value) == (
-        "tlbbalance:method: invalid value 'hill'; allowed: an integer 0..2 "
-        "(method)")
+        "tlbbalance:method: invalid value 'fast'; allowed: paper | hill | "
+        "safe, or an integer 0..2 (method)")
+
+
+def test_split_order_takes_its_names_and_numbers():
+    """tlbbalance:split_order=heat is split_order 2 (tlbb_choices.def);
+    the number is still taken; a name is matched whole and in its case,
+    and another tunable's name is refused."""
+    s = es.spec('tlbbalance:split_order')
+    assert [s.parse(v) for v in ('address', 'random', ' heat ', '2')] == \
+        [0, 1, 2, 2]
+    for bad in ('Heat', 'hea', 'hill', '3'):
+        with pytest.raises(ValueError, match='allowed: address | random | '
+                           'heat, or an integer 0..2'):
+            s.parse(bad)
+
+
+def test_only_the_enumerated_tunables_have_names():
+    named = {s.name: s.names for s in es.SPECS if s.names}
+    assert named == {'split_order': ('address', 'random', 'heat'),
+                     'method': ('paper', 'hill', 'safe')}
+    with pytest.raises(ValueError, match='an integer 1..64'):
+        es.spec('tlbbalance:samples').parse('paper')

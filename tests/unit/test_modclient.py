@@ -386,6 +386,8 @@ STATE_NAMES = {'off', 'monitor'}
 NOT_A_BOUND = {
     # 1000 permille is the whole VM, whatever the bound
     ('kernel-module/core/tests/test_hill.c', '.hill_first_step_pm = 1000;'),
+    # DAMON's kdamond state (sysfs), not a tlbbalance mode
+    ('kernel-module/tests/guest/t_kvm_heat.c', '"off\\n"'),
 }
 
 

@@ -4,12 +4,14 @@ every file it writes is parsed and validated by nova's own provider
 config loader (nova.compute.provider_config, schema 1.0)."""
 
 import os
+import pathlib
 import shutil
 
 import pytest
 from nova import exception as nova_exc
 from nova.compute import provider_config as nova_pc
 
+from fake_module import fake_module_tree
 from nova_tlbbalance import filewrite
 from nova_tlbbalance import provider_config as pc
 
@@ -28,10 +30,14 @@ def roots(tmp_path):
 
 
 def load_module(s, version='1\n'):
-    """The module's configfs root as the loaded module shows it."""
-    os.makedirs(s + '/kernel/config/tlbbalance/vms')
-    if version is not None:
-        write(s + '/kernel/config/tlbbalance/version', version)
+    """The module's configfs root as the loaded module shows it
+    (tests/fake_module.py); ``version`` None: that file missing."""
+    root = fake_module_tree(pathlib.Path(s, 'kernel', 'config', 'tlbbalance'),
+                            vms=())
+    if version is None:
+        (root / 'version').unlink()
+    else:
+        (root / 'version').write_text(version)
 
 
 def nova_reads(path):

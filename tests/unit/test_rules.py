@@ -21,6 +21,7 @@ from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import verdict
 
 import test_verdict_exporter as tve  # tests/unit is on sys.path
+from fake_module import fake_module_tree
 
 # 4 CPUs: 0-1 on die 0, 2-3 on die 1 (one cluster per die).
 TOPO = {c: hostfacts.CpuIds(0, c // 2, c // 2, c) for c in range(4)}
@@ -66,13 +67,18 @@ def test_misalignment_one_wording_hook_verify():
         'stage 2 cannot map it huge']
 
 
-def test_strict_host(tmp_path):
+def strict_host_tree(tmp_path, thp_enabled):
+    """/sys with host THP ``thp_enabled`` and the module's configfs root
+    (tests/fake_module.py); (its configfs root)."""
     thp = tmp_path / 'kernel' / 'mm' / 'transparent_hugepage'
     thp.mkdir(parents=True)
-    (thp / 'enabled').write_text('always madvise [never]\n')
-    cfs = tmp_path / 'configfs'
-    (cfs / 'vms').mkdir(parents=True)
-    (cfs / 'version').write_text('1\n')
+    (thp / 'enabled').write_text(thp_enabled)
+    return fake_module_tree(tmp_path / 'configfs', vms=())
+
+
+def test_strict_host(tmp_path):
+    cfs = strict_host_tree(tmp_path, 'always madvise [never]\n')
+    thp = tmp_path / 'kernel' / 'mm' / 'transparent_hugepage'
     pol = Policy(mode='monitor', strict=True)
     with pytest.raises(rules.Unmet, match='transparent huge pages are off'):
         rules.strict_host(pol, str(tmp_path), str(cfs))
@@ -92,11 +98,8 @@ def test_strict_host(tmp_path):
 def test_strict_host_module_broken(tmp_path):
     # a module whose interface cannot be read takes no VM: refused as the
     # trait is withdrawn (modclient.Client.usable)
-    thp = tmp_path / 'kernel' / 'mm' / 'transparent_hugepage'
-    thp.mkdir(parents=True)
-    (thp / 'enabled').write_text('always [madvise] never\n')
-    cfs = tmp_path / 'configfs'
-    (cfs / 'vms').mkdir(parents=True)
+    cfs = strict_host_tree(tmp_path, 'always [madvise] never\n')
+    (cfs / 'version').unlink()
     pol = Policy(mode='monitor', strict=True)
     with pytest.raises(rules.Unmet, match='interface version cannot be read'):
         rules.strict_host(pol, str(tmp_path), str(cfs))

@@ -37,7 +37,8 @@ int tlbs_run_set_param(struct tlbs_run *r, const char *name,
 		       const char *value, char *err, size_t errlen)
 {
 	char *end;
-	unsigned long long v;
+	u64 v;
+	bool bad;
 	int i;
 
 	for (i = 0; i < TLBB_P_COUNT; i++) {
@@ -46,12 +47,18 @@ int tlbs_run_set_param(struct tlbs_run *r, const char *name,
 		if (strcmp(d->name, name))
 			continue;
 		v = strtoull(value, &end, 10);
-		if (!*value || *end ||
-		    tlbb_param_set(&r->p, (enum tlbb_param_id)i, v)) {
+		bad = !*value || *end;
+		if (bad)	/* a named value (tlbb_choices.def)? */
+			bad = tlbb_choice_parse((enum tlbb_param_id)i, value,
+						strlen(value), &v) != 0;
+		if (bad || tlbb_param_set(&r->p, (enum tlbb_param_id)i, v)) {
 			snprintf(err, errlen, "param %s=%s: need a decimal "
-				 "integer in %llu..%llu (%s)", name, value,
+				 "integer in %llu..%llu (%s)%s", name, value,
 				 (unsigned long long)d->min,
-				 (unsigned long long)d->max, d->unit);
+				 (unsigned long long)d->max, d->unit,
+				 tlbb_choice_name((enum tlbb_param_id)i, d->min) ?
+				 " or its name (kernel-module/core/"
+				 "tlbb_choices.def)" : "");
 			return -1;
 		}
 		return 0;

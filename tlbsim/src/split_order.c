@@ -43,9 +43,11 @@ static const char *const names[] = {
 int tlbs_split_order_parse(const char *name, enum tlbs_split_order *o)
 {
 	unsigned int i;
+	u64 v;
 
-	if (!strcmp(name, "address")) {		/* the module's name */
-		*o = TLBS_SPLIT_HIGH;
+	/* the module's names (tlbb_choices.def): address, random, heat */
+	if (!tlbb_choice_parse(TLBB_P_split_order, name, strlen(name), &v)) {
+		*o = tlbs_split_order_of_param(v);
 		return 0;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

@@ -32,6 +32,20 @@ expect_error "--thp-host 'perhaps'" run --thp-host perhaps
 expect_error "--accesses 'many'" run --accesses many
 expect_error "param imbalance_threshold=0" run --param imbalance_threshold=0
 expect_error "param bogus: unknown" run --param bogus=1
+expect_error "param method=fast: need a decimal integer in 0..2 (method) or its name" \
+	run --param method=fast
+expect_error "param samples=hill: need a decimal integer in 1..64 (samples)" \
+	run --param samples=hill
+# the enumerated tunables by name (kernel-module/core/tlbb_choices.def):
+# the same run as by number, but for the wall-clock fields
+named() {
+	"$B" run --workload mcf --accesses 2000000 --controller balance "$@" |
+		sed 's/"wall_s": [^,]*, //; s/"accesses_per_cpu_s": [^,}]*//; s/"cpu_s": [^,]*, //'
+}
+a=$(named --param method=1 --param split_order=2)
+b=$(named --param method=hill --param split_order=heat)
+if [ "$a" = "$b" ] && [[ $b == *'"split_order": "heat",'* ]]; then ok; else
+	bad "--param by name: $b vs $a"; fi
 expect_error "--split-order 'middle'" run --split-order middle
 expect_error "unexpected argument 'extra'" run extra
 expect_error "--access-ns '0'" run --access-ns 0

@@ -161,3 +161,50 @@ TEST(params_init_clamps_unchecked_input)
 			    tlbb_param_descs[i].name);
 	test_vm_ticks(&vm, 10, MCF_HUGE_PER_TICK, MCF_SMALL_PER_TICK);
 }
+
+/*
+ * The named values of tlbb_choices.def: every enumerated tunable's values
+ * are named 0..max in order, each name parses back to its value for its
+ * own tunable only, and a name is matched whole (no prefix, no extension).
+ */
+TEST(params_choices_name_every_value)
+{
+	unsigned int i, n;
+	u64 v, val;
+
+	TEST_ASSERT(tlbb_choice_count >= 6, "%u choices", tlbb_choice_count);
+	for (i = 0; i < TLBB_P_COUNT; i++) {
+		const struct tlbb_param_desc *d = &tlbb_param_descs[i];
+
+		n = 0;
+		for (v = 0; v <= 3 && v <= d->max; v++)
+			n += tlbb_choice_name(i, v) != NULL;
+		if (!n)
+			continue;
+		/* a named tunable has a name for each value and no more */
+		TEST_ASSERT(d->min == 0 && d->max + 1 == n, "%s: %u names",
+			    d->name, n);
+		for (v = 0; v <= d->max; v++) {
+			const char *name = tlbb_choice_name(i, v);
+
+			TEST_ASSERT(!tlbb_choice_parse(i, name, strlen(name),
+						       &val) && val == v,
+				    "%s: %s", d->name, name);
+		}
+		TEST_ASSERT(!tlbb_choice_name(i, d->max + 1), "%s", d->name);
+	}
+	TEST_ASSERT_EQ(TLBB_SPLIT_HEAT, 2);
+	TEST_ASSERT_EQ(TLBB_METHOD_SAFE, 2);
+	TEST_ASSERT(!strcmp(tlbb_choice_name(TLBB_P_method, TLBB_METHOD_HILL),
+			    "hill"), "method 1");
+	TEST_ASSERT(!tlbb_choice_parse(TLBB_P_split_order, "heat\n", 4, &val) &&
+		    val == TLBB_SPLIT_HEAT, "length bounds the name");
+	val = 7;
+	TEST_ASSERT(tlbb_choice_parse(TLBB_P_split_order, "hea", 3, &val) &&
+		    tlbb_choice_parse(TLBB_P_split_order, "heats", 5, &val) &&
+		    tlbb_choice_parse(TLBB_P_split_order, "hill", 4, &val) &&
+		    tlbb_choice_parse(TLBB_P_samples, "heat", 4, &val) &&
+		    tlbb_choice_parse(TLBB_P_method, "", 0, &val) && val == 7,
+		    "prefix, extension, other tunable's name or empty taken");
+	TEST_ASSERT(!tlbb_choice_name(TLBB_P_samples, 0), "samples named");
+}

@@ -6,7 +6,9 @@
  * and vcpu_tids are compared before and after every write (an empty,
  * zero-byte write never reaches the module: configfs itself answers it,
  * EFAULT on 6.x and a zero-byte success on 5.10). Then 10 000
- * random writes: each either succeeds or fails without any change.
+ * random writes: each either succeeds or fails without any change. The
+ * enumerated tunables by name and number (tlbb_choices.def) sit here too,
+ * beside their refused spellings.
  *
  * tlbb-test-timeout: 400
  */
@@ -47,7 +49,9 @@ static void snapshot(char *buf, size_t size)
 	n = m > 0 ? m : 0;
 	m = file_read(tlbb_path(VM, "ranges"), buf + n, size - n);
 	n += m > 0 ? m : 0;
-	file_read(tlbb_path(VM, "vcpu_tids"), buf + n, size - n);
+	m = file_read(tlbb_path(VM, "vcpu_tids"), buf + n, size - n);
+	n += m > 0 ? m : 0;
+	file_read(tlbb_path(VM, "heat"), buf + n, size - n);
 }
 
 /* Write buf (len bytes) to attr: must fail with want and change nothing. */
@@ -198,6 +202,48 @@ static void test_ranges(void)
 	tap_ok(!n, "ranges: malformed, unaligned, wrapping, kernel, unmapped, overlapping and too many refused, nothing changed");
 }
 
+/*
+ * heat: "<hva> <length> <heat>" lines, heat decimal 0..255, every line
+ * on a huge-page slot of the ranges, all lines checked before any applies.
+ */
+static void test_heat(void)
+{
+	unsigned long r = (unsigned long)region;
+	char buf[4096];
+	size_t off = 0;
+	int n = 0, i;
+
+#define RNG(...) ({ static char b[256]; snprintf(b, sizeof(b), __VA_ARGS__); b; })
+	n += bad("heat", "abc", EINVAL);
+	n += bad("heat", "sampledx", EINVAL);
+	n += bad("heat", RNG("0x%lx", r), EINVAL);		/* one field */
+	n += bad("heat", RNG("0x%lx 0x%lx", r, REGION), EINVAL);	/* two */
+	n += bad("heat", RNG("0x%lx 0x%lx 1 2", r, REGION), EINVAL); /* four */
+	n += bad("heat", RNG("0x%lx 0 1", r), EINVAL);		/* empty */
+	n += bad("heat", RNG("0x%lx 0x%lx 0x10", r, REGION), EINVAL); /* hex */
+	n += bad("heat", RNG("0x%lx 0x%lx -1", r, REGION), EINVAL);
+	n += bad("heat", RNG("0x%lx 0x%lx 256", r, REGION), ERANGE);
+	n += bad("heat", RNG("0x%lx 0x%lx 99999999999999999999", r, REGION),
+		 ERANGE);
+	n += bad("heat", "0xfffffffffffff000 0x2000 1", ERANGE);	/* wraps */
+	n += bad("heat", "0xffff888000000000 0x200000 1", ERANGE); /* kernel */
+	n += bad("heat", "0x10000 0x1000 1", ERANGE);	/* no slot of ours */
+	n += bad("heat", RNG("0x%lx 0x200000 1", (unsigned long)hole),
+		 ERANGE);
+	/* a good line first: nothing of it may be applied */
+	n += bad("heat", RNG("0x%lx 0x%lx 7\n0x10000 0x1000 1", r, REGION),
+		 ERANGE);
+	n += bad("heat", RNG("0x%lx 0x%lx 7\nabc", r, REGION), EINVAL);
+	for (i = 0; i < 4096 / 12 + 1; i++)
+		off += snprintf(buf + off, sizeof(buf) - off, "0x1 1 1\n");
+	n += bad("heat", buf, ERANGE);	/* one over the lines a write holds */
+	n += bad_buf("heat", RNG("0x%lx 0x%lx 7", r, REGION),
+		     strlen(RNG("0x%lx 0x%lx 7", r, REGION)) + 1, EINVAL,
+		     "NUL-terminated");
+#undef RNG
+	tap_ok(!n, "heat: malformed, out-of-range, outside the ranges and too many lines refused, nothing changed");
+}
+
 static void test_mode(void)
 {
 	char buf[64], *c;
@@ -271,6 +317,51 @@ static void test_params(void)
 #include "tlbb_params.def"
 #undef TLBB_PARAM
 	tap_ok(!n, "every parameter: below min, above max, overflow, malformed refused, nothing changed");
+}
+
+/*
+ * The enumerated tunables (split_order, method) by name and by number
+ * (tlbb_choices.def): each name is taken and reads back as its number, the
+ * number is still taken (clients of earlier releases write it), and a name
+ * of another tunable, a prefix, another case or a padded name is refused
+ * with EINVAL, nothing changed.
+ */
+static void test_choices(void)
+{
+	int n = 0, named = 0, err;
+
+#define TLBB_CHOICE(param, id, value, name, help)			\
+	named++;							\
+	err = tlbb_set(VM, #param, "%s\n", name);			\
+	if (err || tlbb_get_u64(VM, #param) != (value)) {		\
+		tap_diag("%s <- %s: %s, reads %llu", #param, name,	\
+			 strerror(-err), (unsigned long long)		\
+			 tlbb_get_u64(VM, #param));			\
+		n++;							\
+	}								\
+	err = tlbb_set(VM, #param, "%s", name);	/* no newline */	\
+	n += err || tlbb_get_u64(VM, #param) != (value);		\
+	err = tlbb_set(VM, #param, "%d\n", (value));			\
+	n += err || tlbb_get_u64(VM, #param) != (value);
+#include "tlbb_choices.def"
+#undef TLBB_CHOICE
+	tap_ok(!n && named >= 6,
+	       "split_order and method: each of %d names taken, read back as its number; the number taken too",
+	       named);
+
+	n = 0;
+	tap_require(!tlbb_set(VM, "split_order", "0\n") &&
+		    !tlbb_set(VM, "method", "0\n"), "split_order, method 0");
+	snapshot(snap0, sizeof(snap0));
+	n += bad("split_order", "hill", EINVAL);
+	n += bad("method", "heat\n", EINVAL);
+	n += bad("method", "hil", EINVAL);
+	n += bad("method", "hills", EINVAL);
+	n += bad("method", "Hill", EINVAL);
+	n += bad("method", " hill", EINVAL);
+	n += bad("method", "hill\n\n", EINVAL);
+	n += bad("samples", "paper", EINVAL);
+	tap_ok(!n, "a name of another tunable, a prefix, an extension, another case or padding refused, nothing changed");
 }
 
 static void test_readonly(void)
@@ -352,6 +443,7 @@ static void test_capability(void)
 			_exit(99);
 		n += tlbb_set(VM, "pid", "%d\n", getpid()) != -EPERM;
 		n += tlbb_set(VM, "samples", "5\n") != -EPERM;
+		n += tlbb_set(VM, "heat", "sampled\n") != -EPERM;
 		n += tlbb_set_mode(VM, TLBB_MODE_MONITOR) != -EPERM;
 		n += tlbb_vm_create("nocap") != -EPERM;
 		n += tlbb_inject(VM, 1, 1) != -EPERM;
@@ -472,8 +564,10 @@ int main(void)
 	test_pid();
 	test_vcpus();
 	test_ranges();
+	test_heat();
 	test_mode();
 	test_params();
+	test_choices();
 	test_readonly();
 	test_names();
 	test_inject();
