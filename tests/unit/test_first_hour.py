@@ -19,6 +19,7 @@ sys.path[:0] = [os.path.join(TOP, 'tools'),
                 os.path.join(TOP, 'tools', 'cloud')]
 import cloud  # noqa: E402
 import configs  # noqa: E402
+import first_hour  # noqa: E402
 # tools/cloud's modules (one is named openstack) must not shadow the
 # packages other tests import: they keep their own references
 sys.path[:] = _PATH
@@ -111,3 +112,52 @@ def test_operator_guide_sets_the_microversion():
              for m in [re.match(r'^export OS_COMPUTE_API_VERSION=([\d.]+)',
                                 line)] if m]
     assert found and all(v >= VALIDATING for v in found)
+
+
+def test_first_hour_block_is_the_cloud_walkthrough():
+    """docs/first-hour.md's block (run as written by tox -e tempest)
+    starts the cloud, ends it, and covers the first hour's steps."""
+    lines = [line for _, line in first_hour.block()]
+    text = '\n'.join(lines)
+    assert lines[0].startswith(first_hour.UP)
+    assert lines[-1].startswith(first_hour.DOWN)
+    for step in ('. out/cloud/openrc', 'tlbbalance:mode=bogus',
+                 'server create', '--nic none', 'tlbbalance status',
+                 'tlbbalance verify', 'server delete'):
+        assert step in text, step
+
+
+def test_first_hour_page_without_the_block_names_the_page(tmp_path):
+    page = tmp_path / 'p.md'
+    page.write_text('# nothing here\n```sh\ntools/cloud/cloud.py up\n```\n')
+    with pytest.raises(first_hour.PageError, match=str(page)):
+        first_hour.block(str(page))
+    page.write_text('%s -->\n```sh\ntools/cloud/cloud.py up\necho hi\n'
+                    '```\n' % first_hour.MARKER)
+    with pytest.raises(first_hour.PageError, match='must end with'):
+        first_hour.block(str(page))
+
+
+def test_first_hour_stops_at_the_failing_line(capfd):
+    """Each line is checked on its own (not bash -e, which a '!' line or
+    a failing command in a pipeline's middle would slip through): the
+    walk stops at the first failure, naming its line number."""
+    ok = first_hour.run([(10, 'x=$(echo 1)'), (11, 'test "$x" = 1'),
+                         (12, '! true   # must fail: it succeeds'),
+                         (13, 'touch /nonexistent/never-run')])
+    out = capfd.readouterr().out
+    assert not ok
+    assert 'first-hour:12: FAILED: ! true (rc 1)' in out
+    assert 'first-hour:13' not in out
+    assert first_hour.run([(1, 'true'), (2, 'false | true')])
+
+
+def test_cloud_host_runs_in_the_hosts_namespaces():
+    facts = {'venv': '/v', 'hosts': [
+        {'name': 'h1', 'exec': ['nsenter', '-t', '7', '-m', '--']}]}
+    assert cloud.host_argv(facts, 'h1', ['tlbbalance', 'status']) == [
+        'nsenter', '-t', '7', '-m', '--', '/v/bin/tlbbalance', 'status']
+    assert cloud.host_argv(facts, 'h1', ['cat', '/proc/x'])[-2:] == [
+        'cat', '/proc/x']
+    with pytest.raises(Exception, match="no compute host 'h9'.*hosts: h1"):
+        cloud.host_argv(facts, 'h9', ['true'])

@@ -6,6 +6,7 @@
 #
 # Environment:
 #   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order;
+#               "a+b" runs a and b side by side;
 #               kmod-debug only when tools/ci/want-kmod-debug.sh says the
 #               change touches the module or the debug kernel)
 #   TLBB_KMOD_DEBUG=1/0  always/never add kmod-debug to the default list
@@ -14,7 +15,7 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional integration kmod kmod-arm64 e2e ansible deb distro tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional+functional-nova31 integration kmod kmod-arm64 e2e ansible deb distro tempest"}
 # The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
 # run for every change to kernel-module/, not for every run, as its kernel
 # build from an empty cache does not fit the budget (docs/kernel-tests.md).
@@ -30,7 +31,7 @@ mkdir -p "$logdir" "$cache"
 # tempest 10-18 of it: with the kvm host and the SSH pass, docs/cloud.md).
 declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
-		  [functional]=1500 [integration]=1200 [kmod]=1500
+		  [functional]=1500 [functional-nova31]=1500 [integration]=1200 [kmod]=1500
 		  [kmod-debug]=4200
 		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800 [distro]=1800
 		  [tempest]=1800)
@@ -94,15 +95,21 @@ print(passed, failed)
 EOF
 }
 
-for env in $envs; do
-	log=$logdir/$env.log
-	echo "== tox -e $env (limit ${limit[$env]:-1200} s, log $log)"
+# One env: its log, then its rc and seconds in $logdir/<env>.rc/.secs.
+run_env() {
+	local env=$1 log=$logdir/$1.log s
 	s=$(date +%s)
 	timeout --kill-after=30 "${limit[$env]:-1200}" \
-		"$toxvenv/bin/tox" -e "$env" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
-	secs=$(( $(date +%s) - s ))
-	read -r p f < <(count_log "$log")
+		"$toxvenv/bin/tox" -e "$env" >"$log" 2>&1
+	echo $? >"$logdir/$env.rc"
+	echo $(( $(date +%s) - s )) >"$logdir/$env.secs"
+}
+
+add_up() {
+	local env=$1 rc secs p f
+	rc=$(cat "$logdir/$env.rc")
+	secs=$(cat "$logdir/$env.secs")
+	read -r p f < <(count_log "$logdir/$env.log")
 	# A suite that failed without reporting a failed test still failed.
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
@@ -111,6 +118,38 @@ for env in $envs; do
 	total_fail=$((total_fail + f))
 	summary+=("$(printf '%-12s rc=%-3s %4s passed %3s failed %5ss' \
 		"$env" "$rc" "$p" "$f" "$secs")")
+}
+
+# A token "a+b" runs envs a and b side by side (two single-process suites
+# on CI's two cores); their logs are printed whole, one after the other,
+# when both have ended.
+for group in $envs; do
+	members=${group//+/ }
+	for env in $members; do
+		echo "== tox -e $env (limit ${limit[$env]:-1200} s," \
+			"log $logdir/$env.log)"
+	done
+	if [ "$members" = "$group" ]; then
+		: >"$logdir/$group.log"
+		run_env "$group" &
+		pid=$!
+		tail --pid="$pid" -n +1 -f "$logdir/$group.log" &
+		tailpid=$!
+		wait "$pid"
+		wait "$tailpid"
+	else
+		for env in $members; do
+			run_env "$env" &
+		done
+		wait
+		for env in $members; do
+			echo "== log of tox -e $env"
+			cat "$logdir/$env.log"
+		done
+	fi
+	for env in $members; do
+		add_up "$env"
+	done
 done
 
 echo

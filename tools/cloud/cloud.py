@@ -26,9 +26,10 @@ Environment:
                           tlbb-fast-2; migrations need two)
     TLBB_CLOUD_HUGEPAGES  2 MiB pages each compute host adds to the pool
                           while it runs (default 48)
-    TLBB_CLOUD_KVM_HOST   1: also a kvm host, tlbb-kvm-1 (kvmhost.py: a
-                          node with real KVM, tlbbalance.ko and the hook,
-                          driven by a nova-compute here); default 0
+    TLBB_CLOUD_KVM_HOST   1 (default): also a kvm host, tlbb-kvm-1
+                          (kvmhost.py: a node with real KVM, tlbbalance.ko
+                          and the hook, driven by a nova-compute here);
+                          0 leaves it out (~1 GiB of RAM less)
     TLBB_CACHE            cache dir (virtualenv, libvirt capabilities)
 
 Facts a client needs (URLs, image and flavor ids, hosts and their libvirt
@@ -296,7 +297,11 @@ def up(args):
         caps_cache=os.path.join(CACHE, 'libvirt-capabilities'),
         hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')))
         for i in range(nhosts)]
-    if os.environ.get('TLBB_CLOUD_KVM_HOST') == '1':
+    kvm = os.environ.get('TLBB_CLOUD_KVM_HOST', '1')
+    if kvm not in ('0', '1'):
+        raise procs.CloudError('TLBB_CLOUD_KVM_HOST=%r: 1 (the default: '
+                               'with the kvm host) or 0' % kvm)
+    if kvm == '1':
         hosts.append(kvmhost.KvmHost(lay, state, 'tlbb-kvm-1'))
     # the hosts' libvirtds start (and probe QEMU) while the schemas sync
     pool = concurrent.futures.ThreadPoolExecutor(max(1, len(hosts)))
@@ -399,7 +404,9 @@ def openrc(lay):
         ('OS_PROJECT_DOMAIN_ID', 'default'),
         ('OS_IDENTITY_API_VERSION', '3'),
         ('OS_REGION_NAME', configs.REGION),
-        ('OS_COMPUTE_API_VERSION', COMPUTE_API_VERSION)))
+        ('OS_COMPUTE_API_VERSION', COMPUTE_API_VERSION))) + (
+        # the cloud's own client (openstack, tlbbalance) first on PATH
+        'export PATH=%s:"$PATH"\n' % os.path.join(lay.venv, 'bin'))
 
 
 def down_state(state):
@@ -468,12 +475,50 @@ def env(args):
     return 0
 
 
+def host_argv(facts, name, argv):
+    """The argv that runs ``argv`` on compute host ``name`` (inside its
+    namespaces, or in the kvm host's node); ``tlbbalance`` is the cloud's
+    own CLI. A host the cloud does not have is an error naming it and
+    the ones it has."""
+    hosts = {h['name']: h for h in facts['hosts']}
+    if name not in hosts:
+        raise procs.CloudError('no compute host %r in this cloud (hosts: %s)'
+                               % (name, ', '.join(sorted(hosts))))
+    if argv and argv[0] == 'tlbbalance':
+        argv = [os.path.join(facts['venv'], 'bin', 'tlbbalance')] + argv[1:]
+    return hosts[name]['exec'] + argv
+
+
+def host(args):
+    """``cloud.py host NAME CMD...``: run CMD on compute host NAME (nova's
+    hypervisor host name, ``openstack server show -c
+    OS-EXT-SRV-ATTR:host``); its exit status."""
+    path = os.path.join(top_dir(), 'cloud.json')
+    if not os.path.exists(path):
+        print('no cloud at %s' % top_dir(), file=sys.stderr)
+        return 1
+    with open(path) as f:
+        facts = json.load(f)
+    argv = args.argv[1:] if args.argv[:1] == ['--'] else args.argv
+    if not argv:
+        print('cloud: host %s: no command given' % args.name,
+              file=sys.stderr)
+        return 2
+    return subprocess.call(host_argv(facts, args.name, argv))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     sub = p.add_subparsers(dest='cmd', required=True)
     for name, fn in (('up', up), ('down', down), ('status', status),
                      ('env', env)):
         sub.add_parser(name).set_defaults(fn=fn)
+    h = sub.add_parser('host', help='run a command on a compute host '
+                       '(tlbbalance is the cloud\'s own CLI)')
+    h.add_argument('name', help='compute host (nova\'s hypervisor host)')
+    h.add_argument('argv', nargs=argparse.REMAINDER, metavar='CMD',
+                   help='the command and its arguments')
+    h.set_defaults(fn=host)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

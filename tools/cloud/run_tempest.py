@@ -3,7 +3,10 @@
 """``tox -e tempest``: the cloud in a box up, tempest against it, down.
 
 1. ``cloud.py up`` (MariaDB, RabbitMQ, keystone, placement, glance,
-   neutron, nova, two compute hosts with the driver plugin and hook);
+   neutron, nova, two compute hosts with the driver plugin and hook), as
+   docs/first-hour.md's first line, then the lines of that page's block
+   up to its last (``cloud.py down``): a flavor tagged, a bad value
+   refused, a server booted and checked on its host (first_hour.py);
 2. a tempest workspace whose tempest.conf describes that cloud, with
    ``[tlbbalance] host_access = local``;
 3. ``tempest run``: this repository's plugin (tlbbalance_tempest_plugin)
@@ -12,7 +15,8 @@
    mid-run (a service, a libvirtd, the kvm host's node) stops the run
    within seconds, named, with the end of its log; the same check once
    more after the run;
-5. ``cloud.py down``, whatever happened; a last ``N passed, N failed``.
+5. ``cloud.py down`` (the page's last line), whatever happened; a last
+   ``N passed, N failed`` (the walkthrough counts as one test).
 
 The kvm host (a node with the real tlbbalance.ko, kvmhost.py) is part of
 the run unless TLBB_CLOUD_KVM_HOST=0 (a machine with little RAM: the node
@@ -41,6 +45,7 @@ sys.path.insert(0, HERE)
 
 import cloud  # noqa: E402
 import configs  # noqa: E402
+import first_hour  # noqa: E402
 import procs  # noqa: E402
 import sshaccess  # noqa: E402
 import watchdog  # noqa: E402
@@ -68,8 +73,8 @@ SSH_REGEX = (r'^tlbbalance_tempest_plugin\.tests\.scenario\.test_host_state'
 
 
 def kvm_host_wanted():
-    """The kvm host is on unless TLBB_CLOUD_KVM_HOST=0; cloud.py reads the
-    same variable."""
+    """The kvm host is on unless TLBB_CLOUD_KVM_HOST=0, as in cloud.py,
+    which reads the same variable."""
     v = os.environ.setdefault('TLBB_CLOUD_KVM_HOST', '1')
     if v not in ('0', '1'):
         raise SystemExit('TLBB_CLOUD_KVM_HOST=%r: 1 (the default in tox -e '
@@ -211,13 +216,24 @@ def main(argv=None):
     print('tempest: the kvm host is %s' % (
         'on (TLBB_CLOUD_KVM_HOST=0 leaves it out)' if kvm else
         'off (TLBB_CLOUD_KVM_HOST=0): the module tests will skip'))
-    rc_up = cloud.main(['up'])
-    if rc_up:
+    # docs/first-hour.md's block, as written: its first line brings the
+    # cloud up, the lines between run before tempest, its last line
+    # takes the cloud down (first_hour.py)
+    walk = first_hour.block()
+    if not first_hour.run(walk[:1]):
         print('tempest: the cloud did not come up (logs: %s)'
               % os.path.join(top, 'log'))
         print('0 passed, 1 failed')
         return 1
     passed = failed = 0
+    if not kvm:
+        print('tempest: SKIP docs/first-hour.md between up and down: its '
+              'server needs the kvm host (TLBB_CLOUD_KVM_HOST=0)')
+    elif first_hour.run(walk[1:-1]):
+        passed += 1
+    else:
+        print('tempest: docs/first-hour.md failed as written (above)')
+        failed += 1
     # tempest reads this file and no other (not ~/.tempest, /etc/tempest)
     # and keeps its own files in $HOME/.tempest: give it the cloud's dir
     env = {'TEMPEST_CONFIG_DIR': os.path.join(top, 'tempest', 'etc'),
@@ -248,7 +264,7 @@ def main(argv=None):
         if os.environ.get('TLBB_CLOUD_KEEP') == '1':
             print('TLBB_CLOUD_KEEP=1: the cloud stays up '
                   '(tools/cloud/cloud.py down)')
-        elif cloud.main(['down']):
+        elif not first_hour.run(walk[-1:]):
             print('tempest: teardown left something running')
             failed += 1
     print('%d passed, %d failed' % (passed, failed))
