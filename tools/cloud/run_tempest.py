@@ -253,8 +253,10 @@ def main(argv=None):
                   env=env)
         ws = tempest_conf(facts, top)
         state_path = os.path.join(top, 'state.json')
-        passed, failed, skipped, dead = tempest_run(
+        p1, f1, skipped, dead = tempest_run(
             tempest, ws, env, regex, conc, state_path, 'local host access')
+        passed += p1
+        failed += f1
         if not dead and os.environ.get('TLBB_TEMPEST_SSH', '1') == '1':
             p2, f2, _, _ = ssh_pass(tempest, ws, env, facts, top,
                                     state_path, conc)
