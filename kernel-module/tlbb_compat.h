@@ -30,6 +30,17 @@
 	for ((vma) = (it)->mmap; (vma); (vma) = (vma)->vm_next)
 #endif
 
+/*
+ * TASK_SIZE_MAX, the top of any process's user space (ranges are checked
+ * against it). arm64 defines it from 5.11 on; 5.10's arm64 has only the
+ * fallback of <linux/uaccess.h>, TASK_SIZE, which is the writing task's own
+ * size (32 bits for a compat task), not every process's: the same value as
+ * later kernels here.
+ */
+#if defined(CONFIG_ARM64) && !defined(TASK_SIZE_MAX)
+#define TASK_SIZE_MAX		(UL(1) << VA_BITS)
+#endif
+
 /* 6.3 made vm_flags private: writes go through vm_flags_set()/_clear(). */
 static inline void tlbb_vma_set_flags(struct vm_area_struct *vma,
 				      unsigned long flags)

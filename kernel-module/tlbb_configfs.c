@@ -17,6 +17,7 @@
 #include <linux/string.h>
 
 #include "tlbb.h"
+#include "tlbb_compat.h"
 
 /* A store of this length may have been cut by configfs (one page). */
 #define TLBB_STORE_MAX		(PAGE_SIZE - 1)

@@ -11,9 +11,12 @@
 # and "total: N passed, N failed"; exits non-zero on any failure.
 #
 # Environment:
-#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12 7.2" on
-#                       amd64: bullseye's, bookworm's two and sid's; "6.1
-#                       6.12" on arm64)
+#   TLBB_KERNELS        kernel lines to test (default "5.10 6.1 6.12 7.2":
+#                       bullseye's, bookworm's two and sid's; on arm64
+#                       "6.1 6.12 7.2": 5.10 arm64 builds, boots and
+#                       passes but for t_readcost's bound, which it misses
+#                       now and then under load, cause open:
+#                       docs/kernel-tests.md; TLBB_KERNELS=5.10 runs it)
 #   TLBB_ARCH           amd64 (default) or arm64: Debian's arm64 kernels,
 #                       the module and tests cross-built with
 #                       aarch64-linux-gnu-gcc, booted with
@@ -23,7 +26,8 @@
 #   TLBB_TESTS          only these tests, e.g. "t_kvm_stage2" (default all)
 #   TLBB_TEST_TIMEOUT   seconds per test unless the source says
 #                       "tlbb-test-timeout: N" (default 240)
-#   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480; 3600 for
+#   TLBB_BOOT_TIMEOUT   seconds for one whole boot (default 480; 1200 on
+#                       arm64; 3600 for
 #                       the debug line, TLBB_KERNELS=6.12-debug: Debian's
 #                       6.12 source built with KASAN, lockdep, DEBUG_VM by
 #                       tools/kernels/build-debug.sh, x86_64 only; tox -e
@@ -65,13 +69,20 @@ else
 	ln -sfn "$(basename "$out")" "$top/out/kmod/latest"
 fi
 if [ "${TLBB_ARCH:-amd64}" = arm64 ]; then
-	kernels=${TLBB_KERNELS:-"6.1 6.12"}
+	kernels=${TLBB_KERNELS:-"6.1 6.12 7.2"}
 else
 	kernels=${TLBB_KERNELS:-"5.10 6.1 6.12 7.2"}
 fi
 guest_dir=${TLBB_GUEST_DIR:-$here/guest}
 test_timeout=${TLBB_TEST_TIMEOUT:-240}
-boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
+# One whole boot: the x86_64 suite takes 1-5 minutes; arm64 TCG runs the
+# same tests 2-4 times slower (at load 20 5.10's t_badinput alone took
+# 229 s, against 66 s at load 17): 480 s cut it in the middle.
+if [ "${TLBB_ARCH:-amd64}" = arm64 ]; then
+	boot_timeout=${TLBB_BOOT_TIMEOUT:-1200}
+else
+	boot_timeout=${TLBB_BOOT_TIMEOUT:-480}
+fi
 mem=${TLBB_QEMU_MEM:-2G}
 smp=${TLBB_QEMU_SMP:-2}
 # Single-threaded TCG: with one host thread per vCPU (MTTCG) a vCPU can run

@@ -26,7 +26,9 @@ die() { echo "buildroot.sh: $*" >&2; exit 1; }
 log() { echo "buildroot.sh: $*" >&2; }
 
 case "$suite" in
-sid) pkgs=gcc-16,make,libelf-dev,pahole,kmod,bc,python3 ;;
+# gcc-16-aarch64-linux-gnu: sid's arm64 kernels (7.2) are cross-built here
+# too; their headers name aarch64-linux-gnu-gcc-16.
+sid) pkgs=gcc-16,gcc-16-aarch64-linux-gnu,make,libelf-dev,pahole,kmod,bc,python3 ;;
 *) die "usage: $0 sid (got '$suite')" ;;
 esac
 format=1

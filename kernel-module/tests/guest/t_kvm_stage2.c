@@ -32,10 +32,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25	/* Linux 6.1 */
-#endif
-
 #include "kvm_stage2.h"
 #include "kvm_util.h"
 #include "tap.h"
@@ -161,29 +157,6 @@ static bool p2m_is_gauge(struct stage2_vm *s, const char *what)
 	return false;
 }
 
-/*
- * Make the slot huge again: MADV_COLLAPSE (Linux 6.1), else khugepaged
- * scanning every 10 ms, for 20 s at most. Whether it got there.
- */
-static bool rehuge(uint8_t *mem, uint64_t want)
-{
-	bool ok;
-
-	if (!madvise(mem, SLOT_SIZE, MADV_COLLAPSE))
-		return true;
-	if (errno != EINVAL) {
-		tap_diag("MADV_COLLAPSE: %s", strerror(errno));
-		return false;
-	}
-	tap_diag("no MADV_COLLAPSE (before 6.1): waiting for khugepaged");
-	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10");
-	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "10");
-	ok = thp_wait_huge(mem, SLOT_SIZE, want, 20000) == (long)want;
-	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10000");
-	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "60000");
-	return ok;
-}
-
 /* Register the aligned VM, let the controller lower N_hl to the floor. */
 static void test_limited(struct stage2_vm *s)
 {
@@ -220,7 +193,7 @@ static void test_limited(struct stage2_vm *s)
 
 	/* Lifting the limit lets the memory be huge again, at stage 2 too. */
 	if (kvm_limit_mode(&l, TLBB_MODE_OFF) &&
-	    tap_ok(rehuge(s->mem, total),
+	    tap_ok(stage2_rehuge(s->mem, total),
 		   "restored: the slot collapsed to %" PRIu64 " huge pages "
 		   "after mode off", total)) {
 		guest_touch(s, "restored", 0x2e5e0004);

@@ -24,6 +24,10 @@
  *  - "." and "..": not VM names (the injection file refuses them, EINVAL;
  *    mkdir of them never reaches the module).
  *
+ * On every exit path (a bail-out, any exit, the harness's SIGTERM at its
+ * timeout) the VMs of this test still there are removed, so the module can
+ * be unloaded after it; t_stage_bail.sh checks that.
+ *
  * tlbb-test-timeout: 240
  */
 #define _GNU_SOURCE
@@ -621,12 +625,66 @@ static void test_dot_names(void)
 	       "\"...\" is a name (no such VM: ENOENT)");
 }
 
+/* ---- no VM left behind, whatever the exit ---- */
+
+static const char *const test_vms[] = {
+	VM_DEAD, VM_TWO, VM_REUSE, VM_HOLD, VM_TID, VM_ERR, VM_MANY,
+};
+static pid_t main_pid;
+
+/*
+ * Remove the VMs of this test still there: a bail-out (tap_require) in
+ * the middle of a case leaves its VM registered or staged, and a module
+ * with a VM cannot be unloaded (the harness's teardown rmmod failed after
+ * t_stage bailed on a kernel without ns_last_pid). This writer's stage
+ * aborted, the injection off, a plain off (which cancels other writers'
+ * stages), rmdir (which drops them). Not in forked children.
+ */
+static void remove_leftovers(void)
+{
+	struct stat st;
+	unsigned int i;
+	int err;
+
+	if (getpid() != main_pid)
+		return;
+	for (i = 0; i < sizeof(test_vms) / sizeof(test_vms[0]); i++) {
+		const char *vm = test_vms[i];
+
+		if (stat(tlbb_path(vm, NULL), &st))
+			continue;
+		tlbb_set(vm, "commit", "abort\n");
+		tlbb_inject_off(vm);
+		tlbb_set_mode(vm, TLBB_MODE_OFF);
+		err = tlbb_vm_remove(vm);
+		printf("# vms/%s left by an early exit: %s\n", vm,
+		       err ? strerror(-err) : "removed");
+	}
+	fflush(stdout);
+}
+
+/*
+ * tlbb-run's SIGTERM at the test's timeout: the same cleanup, then the
+ * default action (status 128 + SIGTERM). The cleanup is open, write,
+ * rmdir and stat; its path buffer may be the one an interrupted write was
+ * using, which does not matter once the test is ending.
+ */
+static void on_sigterm(int sig)
+{
+	remove_leftovers();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int main(void)
 {
 	long slab0;
 	char *p;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	tap_require(!atexit(remove_leftovers), "atexit");
+	tap_require(signal(SIGTERM, on_sigterm) != SIG_ERR, "SIGTERM handler");
 	len = PAGES * thp_pmd_size();
 	p = huge_region(7);
 	slab0 = tlbb_slab_active();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,10 @@
 #include "thp.h"
 #include "tlbb_defs.h"
 #include "util.h"
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25	/* Linux 6.1 */
+#endif
 
 uint8_t *stage2_thp_memory(size_t misalign, const char *what)
 {
@@ -149,4 +154,23 @@ void kvm_limit_remove(struct kvm_limit *l)
 {
 	tlbb_set_mode(l->vm, TLBB_MODE_OFF);
 	set_ok(tlbb_vm_remove(l->vm), "rmdir vms/<vm>");
+}
+
+bool stage2_rehuge(uint8_t *mem, uint64_t want)
+{
+	bool ok;
+
+	if (!madvise(mem, KVM_S2_SLOT_SIZE, MADV_COLLAPSE))
+		return true;
+	if (errno != EINVAL) {
+		tap_diag("MADV_COLLAPSE: %s", strerror(errno));
+		return false;
+	}
+	tap_diag("no MADV_COLLAPSE (before 6.1): waiting for khugepaged");
+	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10");
+	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "10");
+	ok = thp_wait_huge(mem, KVM_S2_SLOT_SIZE, want, 20000) == (long)want;
+	thp_sysfs_set("khugepaged/scan_sleep_millisecs", "10000");
+	thp_sysfs_set("khugepaged/alloc_sleep_millisecs", "60000");
+	return ok;
 }

@@ -57,6 +57,12 @@ void stage2_vm_free(struct stage2_vm *s);
 /* One TAP check: the first word of every page of the slot is marker. */
 bool stage2_check_marker(struct stage2_vm *s, const char *what,
 			 uint32_t marker);
+/*
+ * Make the slot (KVM_S2_SLOT_SIZE at mem) huge again after a limit is
+ * lifted: MADV_COLLAPSE (Linux 6.1), else khugepaged scanning every 10 ms,
+ * for 20 s at most. Whether want huge pages back it.
+ */
+bool stage2_rehuge(uint8_t *mem, uint64_t want);
 
 #define KVM_LIMIT_FLOOR	16
 #define KVM_LIMIT_STEP	4

@@ -144,6 +144,9 @@ uint64_t kvm_vm_stat(struct kvm_vm *vm, const char *name)
 
 uint64_t kvm_vcpu_stat(struct kvm_vcpu *vcpu, const char *name)
 {
+	/* before 5.14: the VM's debugfs file sums the stat of its vCPUs */
+	if (vcpu->vm->stats_fd < 0)
+		return kvm_vm_stat(vcpu->vm, name);
 	if (vcpu->stats_fd < 0)
 		vcpu->stats_fd = kvm_ioctl(vcpu->fd, KVM_GET_STATS_FD, NULL,
 					   "KVM_GET_STATS_FD (vcpu)");

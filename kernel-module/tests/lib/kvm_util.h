@@ -62,7 +62,11 @@ bool kvm_vm_stat_is_gauge(struct kvm_vm *vm);
 
 struct kvm_vcpu *kvm_vcpu_create(struct kvm_vm *vm, uint32_t id);
 void kvm_vcpu_free(struct kvm_vcpu *vcpu);
-/* Read one vCPU statistic by name ("exits"); aborts if it is absent. */
+/*
+ * Read one vCPU statistic by name ("exits"); aborts if it is absent.
+ * Before 5.14 (no binary stats fd) the VM's debugfs file of that name is
+ * read: the sum over all vCPUs of the VM, the vCPU's own with one vCPU.
+ */
 uint64_t kvm_vcpu_stat(struct kvm_vcpu *vcpu, const char *name);
 
 #if defined(__x86_64__)
