@@ -16,6 +16,8 @@ COMMANDS = (
     'verify',
     'domain',
     'reconcile',
+    'release',
+    'reload',
     'collapse',
     'exporter',
     'simulate',

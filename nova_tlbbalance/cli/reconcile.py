@@ -4,7 +4,10 @@ running domains (nova_tlbbalance.reconcile)."""
 
 import argparse
 import json
+import os
+import socket
 import sys
+import time
 
 from nova_tlbbalance import modclient
 from nova_tlbbalance.probes import libvirt_conn
@@ -30,6 +33,18 @@ def register(sub):
     p.add_argument('--json', action='store_true', help='machine-readable')
     p.add_argument('-v', '--verbose', action='store_true',
                    help='also list what was already right')
+    p.add_argument('--released', metavar='FILE', default=None,
+                   help='what `tlbbalance release --json` printed before '
+                   'the module was reloaded: each VM released there gets '
+                   'its unmanaged window (from its release to the end of '
+                   'this reconcile), printed and recorded (--record)')
+    p.add_argument('--record', metavar='FILE', default=None,
+                   help='with --released: write the windows and this '
+                   'run\'s outcome as JSON to FILE (e.g. '
+                   '/var/lib/tlbbalance/last-upgrade.json)')
+    p.add_argument('--note', metavar='KEY=VALUE', action='append',
+                   default=[], help='with --record: a field of the record '
+                   '(e.g. result=upgraded); repeatable')
     p.add_argument('--run-dir', default='/run/libvirt/qemu',
                    help=argparse.SUPPRESS)
     p.add_argument('--proc', default='/proc', help=argparse.SUPPRESS)
@@ -61,9 +76,81 @@ def text(report, verbose=False):
     return '\n'.join(lines)
 
 
+def windows(released, client, report, now, proc='/proc'):
+    """[{vm, pid, released_at, registered_at, window_s, registered,
+    same_pid}] for each VM of ``released`` (a `tlbbalance release --json`
+    document): registered again when the module holds it now. The end of
+    this reconcile (``now``) bounds each re-registration from above."""
+    out = []
+    errors = {o.vm or o.domain: o.detail for o in report.errors}
+    for e in released.get('released', []):
+        vm = e['vm']
+        pid = ''
+        try:
+            with open(os.path.join(client.root, 'vms', vm, 'pid')) as f:
+                pid = f.read().strip()
+        except OSError:
+            pass
+        w = {'vm': vm, 'pid': e.get('pid'),
+             'released_at': e.get('released_at'),
+             'registered': bool(pid), 'same_pid': pid == str(e.get('pid')),
+             'process_gone': not os.path.exists(
+                 os.path.join(proc, str(e.get('pid')))),
+             'registered_at': now if pid else None,
+             'window_s': (round(now - e['released_at'], 3)
+                          if pid and e.get('released_at') else None)}
+        if vm in errors:
+            w['error'] = errors[vm]
+        out.append(w)
+    return out
+
+
+def window_lines(wins):
+    lines = []
+    for w in wins:
+        if w['registered']:
+            lines.append('window %s: unmanaged %.1f s (pid %s%s)' % (
+                w['vm'], w['window_s'], w['pid'],
+                '' if w['same_pid'] else ', now another pid'))
+        else:
+            lines.append('window %s: not registered again (pid %s%s)%s' % (
+                w['vm'], w['pid'],
+                ', its process is gone' if w['process_gone'] else '',
+                ': %s' % w['error'] if w.get('error') else ''))
+    return lines
+
+
+def write_record(path, doc):
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+        f.write('\n')
+    os.replace(tmp, path)
+
+
 def run(args):
     from nova_tlbbalance import reconcile
     from nova_tlbbalance.hook.config import Config
+    released = None
+    if args.released:
+        try:
+            with open(args.released) as f:
+                released = json.load(f)
+        except (OSError, ValueError) as exc:
+            sys.stderr.write('tlbbalance reconcile: --released %s: %s\n'
+                             % (args.released, exc))
+            return 2
+    notes = {}
+    for kv in args.note:
+        k, sep, v = kv.partition('=')
+        if not sep or not k:
+            sys.stderr.write('tlbbalance reconcile: --note %r: not '
+                             'KEY=VALUE\n' % kv)
+            return 2
+        notes[k] = v
     try:
         running = domains(args.uri)
     except libvirt_conn.LibvirtUnavailable as exc:
@@ -71,10 +158,33 @@ def run(args):
         return 2
     config = Config(configfs=args.configfs, run_dir=args.run_dir,
                     proc=args.proc, sys=args.sys)
-    report = reconcile.reconcile(running, modclient.Client(args.configfs),
-                                 config)
+    client = modclient.Client(args.configfs)
+    report = reconcile.reconcile(running, client, config)
+    doc = report.to_dict()
+    wins = None
+    if released is not None:
+        wins = windows(released, client, report, time.time(), args.proc)
+        doc['windows'] = wins
+        if args.record:
+            rec = dict(notes, host=socket.gethostname(), at=time.time(),
+                       reconcile_errors=len(report.errors),
+                       release_errors=released.get('errors', []),
+                       windows=wins)
+            write_record(args.record, rec)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+        print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(text(report, args.verbose))
+        if wins is not None:
+            print('\n'.join(window_lines(wins)))
+    if wins is not None:
+        # after a reload: what counts is that every VM released before it
+        # is held again (or its QEMU is gone); other domains' errors are
+        # printed above and were there before the reload
+        lost = [w['vm'] for w in wins
+                if not w['registered'] and not w['process_gone']]
+        if lost:
+            sys.stderr.write('tlbbalance reconcile: not registered again: '
+                             '%s\n' % ', '.join(lost))
+        return 1 if lost else 0
     return 1 if report.errors else 0

@@ -29,8 +29,28 @@ The stages run in order and each needs the previous one:
    h3 (batch 3) are not touched, qnode keeps the module it had loaded,
    installed (DKMS), its source, its parameters and its load-at-boot
    entry (the new source was tried in a scratch DKMS tree first);
-5. the fixed release: h1 changes nothing, qnode builds version 0.1.1 with
-   DKMS and reloads it (0.1.0 removed), h2 and h3 get the release.
+5. the fixed release is also the module upgrade N-1 -> N under running
+   VMs (N-1 = 0.1.0, N = 0.1.1: the same working tree built under two
+   version strings, dkms.conf's PACKAGE_VERSION; MODULE_VERSION follows
+   it): two managed VMs run on qnode since before stage 4 (one monitored,
+   one balanced and held: VM_NOHUGEPAGE on its guest RAM); qnode releases
+   them (no VM_NOHUGEPAGE left), unloads 0.1.0, loads 0.1.1 and
+   reconciles: the same QEMU pids, each VM registered again with its
+   mode and parameters, each unmanaged window <= 10 s (printed and in
+   /var/lib/tlbbalance/last-upgrade.json); 0.1.0 removed from DKMS only
+   then; h1 changes nothing, h2 and h3 get the release; a rerun changes
+   nothing on any host;
+6. a broken N+1 that builds but does not load (tlbb_init returns -ENODEV;
+   built on this machine against the node's headers and given to qnode
+   as a prebuilt module, which costs seconds where a DKMS build in the
+   node costs minutes): qnode releases its VMs, unloads 0.1.1, fails to
+   load 0.1.2 and rolls back by itself (0.1.1 loaded again, VMs
+   registered again, same pids), the play fails naming qnode and the
+   reason, h2 and h3 are not touched;
+7. removal (tlbbalance_state=absent): the VMs released and left running
+   (same pids, no VM_NOHUGEPAGE, no registration), the module unloaded,
+   DKMS builds and sources, hook, hook settings, nova.conf fragment and
+   provider config removed on every host; a rerun changes nothing.
 
 nova-compute does not run on any host (the cloud session runs a real
 one); its restart command appends to /run/fleet-restarts, as libvirtd's
@@ -46,6 +66,11 @@ import sys
 
 import pytest
 
+import node as nodelib
+import scenario
+from kernels import boot
+from nova_tlbbalance.wait import wait_until
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CONF = '/etc/nova/nova.conf.d/50-tlbbalance.conf'
@@ -60,15 +85,32 @@ RUN_TIMEOUT = 900
 STATE = {}
 
 
-def module_tree(dest, append=''):
+def module_tree(dest, append='', replace=None, version=None, prepend=''):
     """A copy of kernel-module/ as a release would ship it, optionally
-    with a line appended to tlbb_main.c."""
+    with a line put before (prepend) or after (append) tlbb_main.c's
+    text, a (old, new) replacement in it, and another PACKAGE_VERSION."""
     shutil.copytree(os.path.join(REPO, 'kernel-module'), dest,
                     ignore=shutil.ignore_patterns(
                         'tests', 'bench', '*.o', '*.ko', '*.mod*', '.*'))
+    main = os.path.join(dest, 'tlbb_main.c')
     if append:
-        with open(os.path.join(dest, 'tlbb_main.c'), 'a') as f:
+        with open(main, 'a') as f:
             f.write(append)
+    if prepend:
+        text = open(main).read()
+        with open(main, 'w') as f:
+            f.write(prepend + text)
+    if replace:
+        text = open(main).read()
+        assert replace[0] in text, replace
+        with open(main, 'w') as f:
+            f.write(text.replace(replace[0], replace[1]))
+    if version:
+        conf = os.path.join(dest, 'dkms.conf')
+        text = re.sub(r'(?m)^PACKAGE_VERSION=.*$',
+                      'PACKAGE_VERSION="%s"' % version, open(conf).read())
+        with open(conf, 'w') as f:
+            f.write(text)
     return dest
 
 
@@ -84,8 +126,13 @@ def rollout(fleet):
     wheel, = [os.path.join(wheels, w) for w in os.listdir(wheels)]
     STATE['src'] = {
         '0.1.0': module_tree(os.path.join(d, 'src-0.1.0')),
-        'broken': module_tree(os.path.join(d, 'src-broken'),
-                              '\nthis release does not compile;\n'),
+        # fails in the build's first seconds: tlbb_main.o is the first
+        # object Kbuild compiles and its first line includes a header
+        # that does not exist (gcc stops there: a fatal error), where a
+        # syntax error at its end cost the whole file's compile, minutes
+        # in the TCG node
+        'broken': module_tree(os.path.join(d, 'src-broken'), prepend=(
+            '#include "this release does not compile.h"\n')),
         # MODULE_VERSION comes from dkms.conf's PACKAGE_VERSION, which
         # the role sets to tlbbalance_module_version (0.1.1 here)
         '0.1.1': module_tree(os.path.join(d, 'src-0.1.1'),
@@ -127,14 +174,26 @@ def rollout(fleet):
     return STATE
 
 
-def run(fleet, name, check=False, **extra):
+def node_inventory(**node_vars):
+    """The inventory with more variables for qnode only (extra vars
+    would reach every host)."""
+    with open(STATE['inventory']) as f:
+        inv = json.load(f)
+    inv['compute']['hosts']['qnode'].update(node_vars)
+    path = STATE['inventory'][:-len('.json')] + '-qnode.json'
+    with open(path, 'w') as f:
+        json.dump(inv, f, indent=1)
+    return path
+
+
+def run(fleet, name, check=False, inventory=None, **extra):
     ev = {'tlbbalance_options': {'default_mode': 'monitor'},
           'tlbbalance_module_src': STATE['src']['0.1.0'],
           'tlbbalance_module_version': '0.1.0'}
     ev.update(extra)
     fleet.run_names.append(name)
-    res = fleet.playbook(STATE['inventory'], ev, timeout=RUN_TIMEOUT,
-                         check=check)
+    res = fleet.playbook(inventory or STATE['inventory'], ev,
+                         timeout=RUN_TIMEOUT, check=check)
     print(res.summary(name))
     STATE[name] = res
     # the role's scratch directory on the controller is gone
@@ -336,6 +395,84 @@ def test_3_drift_is_put_back(fleet, rollout):
     assert restarts(fleet, 'qnode') == before['qnode']
 
 
+# Two managed VMs on qnode from stage 3b on: one monitored, one balanced
+# with a short sustain period and a floor, fed an imbalance through the
+# module's injection backend (allow_inject=1 on qnode; no PMU here) so
+# that the limiter holds it (VM_NOHUGEPAGE on its guest RAM).
+VMS = {'upg-a': {'mode': 'monitor', 'backing': 'thp', 'samples': '6'},
+       'upg-b': {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
+                 'step_pages': '8', 'floor_pages': '8'}}
+VM_MIB = 64
+UPGRADE = '/var/lib/tlbbalance/last-upgrade.json'
+# the longest a VM may stay unmanaged across a module reload
+WINDOW_S = 10
+
+
+def nohugepage_vmas(node, pid):
+    """VMAs of process pid with VM_NOHUGEPAGE (``nh`` in VmFlags)."""
+    return int(node.check("grep -c '^VmFlags:.* nh' /proc/%d/smaps; true"
+                          % pid).split()[0])
+
+
+def registrations(node):
+    """{vm: {pid, mode, and each parameter its flavor set}} as the
+    module holds them (None: not registered)."""
+    out = {}
+    for vm, specs in VMS.items():
+        st = scenario.module_status(node, vm)
+        keys = ['pid', 'mode'] + [k for k in specs if k not in
+                                  ('mode', 'backing')]
+        out[vm] = st and {k: st.get(k) for k in keys}
+    return out
+
+
+def vms_unchanged(node):
+    """The VMs still run in the same QEMU processes, held by the module
+    with the parameters they had at stage 3b."""
+    for vm, pid in STATE['pids'].items():
+        assert scenario.qemu_pid(node, vm) == pid, vm
+        assert node.check('virsh domstate %s' % vm).strip() == 'running'
+    assert registrations(node) == STATE['registered']
+
+
+def test_3b_managed_vms_running(fleet, rollout):
+    """Two managed VMs started through the hook the role installed."""
+    assert STATE['drift run'].rc == 0, 'the drift run failed'
+    node = fleet.node
+    payload = nodelib.build_payload()
+    for vm, specs in VMS.items():
+        # Each guest writes all its RAM once and halts (cli; hlt, no
+        # timer: pause_ms=0): its RAM stays mapped and THP-backed, its
+        # QEMU process runs on, and the node's two emulated CPUs are
+        # left to the DKMS build of stage 5 (with guests sweeping their
+        # RAM for ever it took 485 s where N-1's took 343 s at the same
+        # load). The hold on upg-b comes from the injection backend, not
+        # from guest activity.
+        scenario.start_vm(node, vm, payload, specs=specs, mem_mib=VM_MIB,
+                          pattern='once pause_ms=0')
+    for vm in VMS:
+        scenario.wait_payload(node, vm, timeout=300)
+    STATE['pids'] = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
+    reg = registrations(node)
+    for vm, specs in VMS.items():
+        assert reg[vm] is not None, '%s not registered by the hook' % vm
+        assert reg[vm]['pid'] == str(STATE['pids'][vm]), reg
+        assert reg[vm]['mode'] == specs['mode'], reg
+        for k, v in specs.items():
+            if k not in ('mode', 'backing'):
+                assert reg[vm][k] == v, (vm, k, reg[vm])
+    STATE['registered'] = reg
+    # a hold in force on upg-b: the release before a reload must lift it
+    pid = STATE['pids']['upg-b']
+    base = nohugepage_vmas(node, pid)
+    scenario.inject(node, 'upg-b', 2180000, 400)
+    STATE['held'] = wait_until(
+        'upg-b held (VM_NOHUGEPAGE on its guest RAM)',
+        lambda: max(nohugepage_vmas(node, pid) - base, 0), 120, 1)
+    print('QEMU pids at stage 3b: %s; upg-b held on %d VMA(s) (%d before)'
+          % (STATE['pids'], STATE['held'], base))
+
+
 NODE_STATE = ('cat /etc/modprobe.d/tlbbalance.conf '
               '/etc/modules-load.d/tlbbalance.conf '
               '/usr/src/tlbbalance-0.1.0/.tlbbalance-src; '
@@ -360,7 +497,7 @@ def test_4_broken_build_halts_the_rollout(fleet, rollout):
     assert 'fatal: [qnode]: FAILED!' in res.out, res.out[-4000:]
     assert re.search(r'tlbbalance-module: tlbb-node: DKMS build of '
                      r'tlbbalance 0\.1\.0 for \S+ failed: .*tlbb_main\.c:'
-                     r'\d+:\d+: error:', res.out), res.out[-4000:]
+                     r'\d+:\d+: (?:fatal )?error:', res.out), res.out[-4000:]
     # nothing of the working module changed: the build, its source, its
     # parameters, its load-at-boot entry; no scratch tree left behind
     assert node.check(NODE_STATE) == before
@@ -375,15 +512,19 @@ def test_4_broken_build_halts_the_rollout(fleet, rollout):
         res.recap_text()
     for host in ('h2', 'h3'):
         assert 'default_mode = monitor' in cat(fleet, host, CONF), host
-    # qnode keeps the module it had
+    # qnode keeps the module it had, its VMs never released
     node = fleet.node
     assert node.check('cat /sys/module/tlbbalance/version').strip() == \
         '0.1.0'
+    vms_unchanged(node)
+    assert node.run('test -e %s' % UPGRADE).rc != 0
 
 
 def test_5_fixed_release_completes(fleet, rollout):
+    """Also the module upgrade 0.1.0 -> 0.1.1 under the running VMs."""
     assert STATE['broken release'].rc != 0, 'stage 4 did not run'
     node = fleet.node
+    assert 'pids' in STATE, 'stage 3b did not run'
     before = {h: restarts(fleet, h) for h in ALL}
     res = run(fleet, 'fixed release', tlbbalance_module_version='0.1.1',
               tlbbalance_module_src=STATE['src']['0.1.1'],
@@ -400,3 +541,126 @@ def test_5_fixed_release_completes(fleet, rollout):
         '0.1.1'
     status = node.check('dkms status -m tlbbalance')
     assert 'tlbbalance/0.1.1' in status and '0.1.0' not in status, status
+    # the VMs: released (hold lifted), registered again, same processes
+    vms_unchanged(node)
+    released = json.loads(node.check('cat /run/tlbbalance/released.json'))
+    assert sorted(e['vm'] for e in released['released']) == sorted(VMS)
+    for e in released['released']:
+        assert e['nohugepage_vmas'] == 0, released
+    assert released['errors'] == [], released
+    rec = json.loads(node.check('cat %s' % UPGRADE))
+    STATE['upgrade record'] = rec
+    print('upgrade 0.1.0 -> 0.1.1 on qnode: QEMU pids before %s, after %s;'
+          ' windows %s' % (STATE['pids'], {
+              vm: scenario.qemu_pid(node, vm) for vm in VMS},
+              {w['vm']: w['window_s'] for w in rec['windows']}))
+    assert (rec['result'], rec['from'], rec['to']) == (
+        'upgraded', '0.1.0', '0.1.1'), rec
+    assert sorted(w['vm'] for w in rec['windows']) == sorted(VMS), rec
+    for w in rec['windows']:
+        assert w['registered'] and w['same_pid'], rec
+        assert 0 < w['window_s'] <= WINDOW_S, rec
+        # the play printed it
+        assert re.search(r'window %s: unmanaged [\d.]+ s \(pid %d\)'
+                         % (w['vm'], w['pid']), res.out), res.out[-4000:]
+
+
+def test_5b_rerun_after_the_upgrade_changes_nothing(fleet, rollout):
+    assert STATE['fixed release'].rc == 0, 'stage 5 failed'
+    res = run(fleet, 'rerun after the upgrade',
+              tlbbalance_module_version='0.1.1',
+              tlbbalance_module_src=STATE['src']['0.1.1'],
+              tlbbalance_options={'default_mode': 'balance'})
+    assert res.rc == 0, res.out[-5000:]
+    for host in ALL:
+        ok(res, host, changed=0)
+    vms_unchanged(fleet.node)
+
+
+def test_6_module_that_does_not_load_rolls_back(fleet, rollout):
+    """A broken N+1 that builds but does not load: qnode goes back to
+    0.1.1 by itself with its VMs registered, the batch halts."""
+    assert STATE['fixed release'].rc == 0, 'stage 5 failed'
+    node = fleet.node
+    # Built here against the node's headers (seconds; a DKMS build in
+    # the node takes minutes) into the working tree's out/ (the node
+    # sees this machine's root read-only), given as a prebuilt module.
+    src = module_tree(os.path.join(fleet.dir, 'src-0.1.2'), replace=(
+        'ret = tlbb_configfs_init();',
+        'ret = -ENODEV;  /* release 0.1.2 does not load */'),
+        version='0.1.2')
+    out = os.path.join(REPO, 'out', 'ansible-0.1.2-%d' % os.getpid())
+    shutil.rmtree(out, ignore_errors=True)
+    ko = boot.build_module(node.kernel, out, src=src, rebuild=True)
+    before = node.check(NODE_STATE.replace('0.1.0', '0.1.1'))
+    res = run(fleet, 'release that does not load',
+              inventory=node_inventory(tlbbalance_module_install='prebuilt',
+                                       tlbbalance_module_ko=ko),
+              tlbbalance_module_version='0.1.2',
+              tlbbalance_options={'default_mode': 'balance'})
+    assert res.rc != 0, res.out[-3000:]
+    assert res.hosts['qnode']['failed'] == 1, res.recap_text()
+    assert 'fatal: [qnode]: FAILED!' in res.out, res.out[-4000:]
+    assert re.search(r'tlbbalance-module: tlbb-node: loading tlbbalance '
+                     r'prebuilt [0-9a-f]+ failed: .*No such device.*; '
+                     r'rolled back to the previous build \(0\.1\.1\): 2 '
+                     r'VM\(s\) registered again', res.out), res.out[-4000:]
+    ok(res, 'h1', changed=0)
+    assert 'h2' not in res.hosts and 'h3' not in res.hosts, \
+        res.recap_text()
+    # 0.1.1 loaded again and installed as before (parameters, DKMS)
+    assert node.check('cat /sys/module/tlbbalance/version').strip() == \
+        '0.1.1'
+    assert node.check(NODE_STATE.replace('0.1.0', '0.1.1')) == before
+    vms_unchanged(node)
+    rec = json.loads(node.check('cat %s' % UPGRADE))
+    print('rolled back on qnode: QEMU pids %s; windows %s' % (
+        {vm: scenario.qemu_pid(node, vm) for vm in VMS},
+        {w['vm']: w['window_s'] for w in rec['windows']}))
+    assert rec['result'] == 'rolled-back' and rec['from'] == '0.1.1', rec
+    assert 'No such device' in rec['reason'], rec
+    for w in rec['windows']:
+        assert w['registered'] and w['same_pid'], rec
+        assert 0 < w['window_s'] <= WINDOW_S, rec
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def test_7_removal(fleet, rollout):
+    """tlbbalance_state=absent: VMs released and left running, module
+    unloaded and its DKMS builds removed, hook, settings, fragment and
+    provider config gone; a rerun changes nothing."""
+    assert STATE['fixed release'].rc == 0, 'stage 5 failed'
+    node = fleet.node
+    before = {h: restarts(fleet, h) for h in ALL}
+    res = run(fleet, 'removal', tlbbalance_state='absent')
+    assert res.rc == 0, res.out[-5000:]
+    for host in ALL:
+        ok(res, host)
+        assert restarts(fleet, host) == before[host] + [
+            'libvirtd', 'nova-compute'], host
+        for path in FRESH:
+            probe = 'test -e %s' % path
+            rc = node.run(probe).rc if host == 'qnode' else \
+                [x for x in fleet.hosts if x.name == host][0].sh(
+                    probe, check=False).returncode
+            assert rc != 0, '%s left on %s' % (path, host)
+    assert 'changed: released 2 VM(s) (left running); tlbbalance ' \
+        'unloaded' in res.out, res.out[-4000:]
+    assert node.run('test -d /sys/module/tlbbalance').rc != 0
+    assert node.check('dkms status -m tlbbalance').strip() == ''
+    assert node.check('ls -d /usr/src/tlbbalance* /etc/modprobe.d/'
+                      'tlbbalance.conf /etc/modules-load.d/tlbbalance.conf '
+                      '/var/lib/tlbbalance 2>/dev/null; true').strip() == ''
+    # libvirtd was restarted without the hook: wait until it answers
+    node.check('for i in $(seq 240); do virsh -q version >/dev/null 2>&1 '
+               '&& break; sleep 0.5; done', timeout=180)
+    for vm, pid in STATE['pids'].items():
+        assert scenario.qemu_pid(node, vm) == pid, vm
+        assert node.check('virsh domstate %s' % vm).strip() == 'running'
+        assert nohugepage_vmas(node, pid) == 0, vm
+    print('removed on qnode: QEMU pids before %s, after %s' % (
+        STATE['pids'], {vm: scenario.qemu_pid(node, vm) for vm in VMS}))
+    res = run(fleet, 'removal rerun', tlbbalance_state='absent')
+    assert res.rc == 0, res.out[-5000:]
+    for host in ALL:
+        ok(res, host, changed=0)

@@ -14,6 +14,8 @@ against the real module in a booted kernel.
 
 import json
 import os
+import re
+import shutil
 
 import pytest
 
@@ -242,3 +244,203 @@ def test_json_document(host):
     [o] = doc['outcomes']
     assert (o['domain'], o['vm'], o['action']) == ('web', 'web',
                                                    'registered')
+
+
+# -- `tlbbalance release`, then `tlbbalance reconcile --released` (the
+# Ansible role's module upgrade: docs/upgrade.md, "Module upgrade")
+
+def cli(host, capsys, monkeypatch, *argv):
+    from nova_tlbbalance.cli import main
+    monkeypatch.setattr(cli_reconcile, 'domains',
+                        lambda uri: sorted(host.domains.items()))
+    common = ['--configfs', str(host.cfs), '--proc', host.proc]
+    if argv[0] == 'reconcile':
+        common += ['--run-dir', host.run, '--sys', host.sys]
+    rc = main(list(argv[:1]) + common + list(argv[1:]))
+    return rc, capsys.readouterr()
+
+
+def released_then_loaded(host, capsys, monkeypatch, tmp_path):
+    """web (balance, samples 7) and db (monitor) registered, then every
+    registration released into released.json, then the module "loaded
+    again" (its VM directories stand for reconcile's mkdir)."""
+    host.start('web', params='<tlbbalance:param name="samples" '
+               'value="7"/>')
+    host.start('db', policy='mode="monitor"')
+    host.load_module()
+    host.vm_dir('web')
+    host.vm_dir('db')
+    assert not host.reconcile().errors
+    rc, out = cli(host, capsys, monkeypatch, 'release', '--json')
+    assert rc == 0, out.err
+    doc = json.loads(out.out)
+    path = tmp_path / 'released.json'
+    path.write_text(out.out)
+    return doc, path
+
+
+def test_release_lifts_every_registration(host, capsys, monkeypatch,
+                                          tmp_path):
+    doc, _ = released_then_loaded(host, capsys, monkeypatch, tmp_path)
+    assert doc['errors'] == [] and doc['module'] == 'loaded'
+    got = {e['vm']: e for e in doc['released']}
+    assert sorted(got) == ['db', 'web']
+    assert got['web']['pid'] == PIDS['web'] and \
+        got['web']['mode'] == 'balance'
+    assert got['db']['pid'] == PIDS['db'] and got['db']['mode'] == 'monitor'
+    assert all(e['released_at'] > 0 for e in doc['released'])
+    assert os.listdir(host.cfs / 'vms') == []       # module can unload
+    # a second release has nothing to do
+    rc, out = cli(host, capsys, monkeypatch, 'release')
+    assert rc == 0 and out.out.endswith('0 released, 0 error(s)\n')
+
+
+def test_release_counts_nohugepage_vmas_left(host, capsys, monkeypatch):
+    host.start('web')
+    host.load_module()
+    host.vm_dir('web', pid=PIDS['web'])
+    write('%s/%d/smaps' % (host.proc, PIDS['web']),
+          'VmFlags: rd wr mr mw me ac hg\nVmFlags: rd wr mr mw me ac nh\n')
+    rc, out = cli(host, capsys, monkeypatch, 'release')
+    assert rc == 0
+    assert 'released web (pid %d, was ?), 1 VMA(s) with VM_NOHUGEPAGE ' \
+        'left' % PIDS['web'] in out.out
+
+
+def test_reconcile_released_prints_and_records_windows(
+        host, capsys, monkeypatch, tmp_path):
+    _, released = released_then_loaded(host, capsys, monkeypatch, tmp_path)
+    host.vm_dir('web')              # the new module, nothing registered
+    host.vm_dir('db')
+    record = tmp_path / 'lib' / 'last-upgrade.json'
+    rc, out = cli(host, capsys, monkeypatch, 'reconcile', '--released',
+                  str(released), '--record', str(record),
+                  '--note', 'result=upgraded', '--note', 'from=0.1.0')
+    assert rc == 0, out
+    for vm in ('web', 'db'):
+        assert re.search(r'^window %s: unmanaged [\d.]+ s \(pid %d\)$'
+                         % (vm, PIDS[vm]), out.out, re.M), out.out
+    rec = json.loads(record.read_text())
+    assert (rec['result'], rec['from']) == ('upgraded', '0.1.0')
+    assert rec['reconcile_errors'] == 0 and rec['release_errors'] == []
+    wins = {w['vm']: w for w in rec['windows']}
+    assert sorted(wins) == ['db', 'web']
+    for w in wins.values():
+        assert w['registered'] and w['same_pid'], w
+        assert 0 <= w['window_s'] < 60, w
+    assert (host.cfs / 'vms' / 'web' / 'samples').read_text() == '7'
+
+
+def test_reconcile_released_fails_when_a_vm_is_not_held_again(
+        host, capsys, monkeypatch, tmp_path):
+    _, released = released_then_loaded(host, capsys, monkeypatch, tmp_path)
+    host.vm_dir('web')
+    host.vm_dir('db')
+    os.unlink('%s/db.pid' % host.run)           # db cannot be inspected
+    rc, out = cli(host, capsys, monkeypatch, 'reconcile', '--released',
+                  str(released), '--json')
+    assert rc == 1
+    assert 'not registered again: db' in out.err
+    wins = {w['vm']: w for w in json.loads(out.out)['windows']}
+    assert wins['web']['registered'] and not wins['db']['registered']
+    assert 'no pid file' in wins['db']['error']
+
+
+def test_reconcile_released_a_vm_whose_process_is_gone_is_no_failure(
+        host, capsys, monkeypatch, tmp_path):
+    _, released = released_then_loaded(host, capsys, monkeypatch, tmp_path)
+    host.vm_dir('web')
+    del host.domains['db']                      # destroyed meanwhile
+    shutil.rmtree('%s/%d' % (host.proc, PIDS['db']))
+    rc, out = cli(host, capsys, monkeypatch, 'reconcile', '--released',
+                  str(released))
+    assert rc == 0, out
+    assert 'window db: not registered again (pid %d, its process is ' \
+        'gone)' % PIDS['db'] in out.out
+
+
+# -- `tlbbalance reload`: the same in one warm process, around the unload
+# and load commands (here shell commands on the stand-in tree)
+
+def reload_cli(host, capsys, monkeypatch, tmp_path, unload, load):
+    from nova_tlbbalance.cli import main
+    from nova_tlbbalance.probes import libvirt_conn
+
+    class Conn:
+        def __init__(self, uri):
+            pass
+
+        def running(self):
+            return [(n, x, None) for n, x in sorted(host.domains.items())]
+
+        def close(self):
+            pass
+    monkeypatch.setattr(libvirt_conn, 'Connection', Conn)
+    rc = main(['reload', '--configfs', str(host.cfs), '--proc', host.proc,
+               '--run-dir', host.run, '--sys', host.sys,
+               '--released', str(tmp_path / 'released.json'),
+               '--record', str(tmp_path / 'rec.json'), '--note', 'to=N',
+               '--unload', unload, '--load', load])
+    return rc, capsys.readouterr()
+
+
+def registered_pair(host):
+    host.start('web', params='<tlbbalance:param name="samples" '
+               'value="7"/>')
+    host.start('db', policy='mode="monitor"')
+    host.load_module()
+    host.vm_dir('web')
+    host.vm_dir('db')
+    assert not host.reconcile().errors
+
+
+def new_module_cmd(host):
+    """A load command for the stand-in: the new module's VM directories
+    appear as reconcile's mkdir would make them."""
+    return ' && '.join(
+        'mkdir -p {d} && cd {d} && touch {files}'.format(
+            d=host.cfs / 'vms' / vm, files=' '.join(
+                ATTRS + tuple(p.name for p in module_defs.params())))
+        for vm in ('web', 'db'))
+
+
+def test_reload_releases_reloads_and_registers_again(
+        host, capsys, monkeypatch, tmp_path):
+    registered_pair(host)
+    rc, out = reload_cli(host, capsys, monkeypatch, tmp_path, 'true',
+                         new_module_cmd(host))
+    assert rc == 0, out
+    released = json.loads((tmp_path / 'released.json').read_text())
+    assert sorted(e['vm'] for e in released['released']) == ['db', 'web']
+    rec = json.loads((tmp_path / 'rec.json').read_text())
+    assert rec['to'] == 'N' and rec['reconcile_errors'] == 0
+    for w in rec['windows']:
+        assert w['registered'] and w['same_pid'] and \
+            0 <= w['window_s'] < 60, w
+        assert re.search(r'^window %s: unmanaged [\d.]+ s' % w['vm'],
+                         out.out, re.M)
+    assert (host.cfs / 'vms' / 'web' / 'pid').read_text() == \
+        str(PIDS['web'])
+
+
+def test_reload_load_failure_is_status_5_and_named(
+        host, capsys, monkeypatch, tmp_path):
+    registered_pair(host)
+    rc, out = reload_cli(host, capsys, monkeypatch, tmp_path, 'true',
+                         'echo "insmod: ERROR: No such device" >&2; false')
+    assert rc == 5
+    assert out.err.startswith('tlbbalance reload: loading failed (')
+    assert 'No such device' in out.err
+    # what the roll back reads
+    released = json.loads((tmp_path / 'released.json').read_text())
+    assert len(released['released']) == 2
+
+
+def test_reload_unload_failure_registers_the_vms_again(
+        host, capsys, monkeypatch, tmp_path):
+    registered_pair(host)
+    rc, out = reload_cli(host, capsys, monkeypatch, tmp_path,
+                         new_module_cmd(host) + ' && false', 'true')
+    assert rc == 4
+    assert 'unloading failed' in out.err and 'registered again' in out.err
+    assert (host.cfs / 'vms' / 'db' / 'pid').read_text() == str(PIDS['db'])

@@ -27,13 +27,15 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
 mkdir -p "$logdir" "$cache"
 
 # Per-env wall-clock cap (seconds), against a hang; a normal run of all
-# envs takes 40-50 minutes on 2 cores (kmod-arm64 7-15, ansible 12-15,
+# envs takes 40-55 minutes on 2 cores (kmod-arm64 7-15, ansible 17-26,
 # tempest 10-18 of it: with the kvm host and the SSH pass, docs/cloud.md).
+# ansible: 1025 s at load average 1.2-5.4, 1529 s at 2.8-12.6 (6.8 on
+# average; docs/ansible.md), hence 2400 s.
 declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [packaging]=900 [sim]=1500
 		  [functional]=1500 [functional-nova31]=1500 [integration]=1200 [kmod]=1500
 		  [kmod-debug]=4200
-		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=1800 [deb]=1800 [distro]=1800
+		  [kmod-arm64]=1800 [e2e]=1500 [ansible]=2400 [deb]=1800 [distro]=1800
 		  [tempest]=1800)
 
 t0=$(date +%s)
