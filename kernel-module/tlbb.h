@@ -3,12 +3,16 @@
  * tlbbalance.ko: shared declarations of the module's parts.
  *
  *   tlbb_main.c         init/exit, module parameters, workqueue, slab cache
- *   tlbb_configfs.c     the configfs interface (parsing, errnos) only
+ *   tlbb_configfs.c     the configfs interface (attributes, errnos) only
+ *   tlbb_parse.c        parsing of writes: numbers, ids, names, lines
  *   tlbb_vm.c           the VM object: lifecycle, locking, the per-VM tick
+ *   tlbb_stats.c        the statistics getters, read from the VM's state
  *   tlbb_thp.c          the THP limiter: count, split, hold, release
  *   tlbb_heat.c         heat of the huge pages (accessed-bit sampling)
+ *   tlbb_walk.c         page-table walking of the ranges, lock-drop rule
+ *   tlbb_cost.c         cost accounting of the tick and heat sampling
  *   tlbb_counter*.c     refill counting backends (PMU, injection)
- *   tlbb_debugfs.c      debugfs: injection file and tick cost counters
+ *   tlbb_debugfs.c      debugfs: injection file, tick cost file
  *   core/tlbb_ctrl.c    the pure controller (not part of this layer)
  */
 #ifndef TLBB_H
@@ -212,8 +216,6 @@ int tlbb_configfs_init(void);
 void tlbb_configfs_exit(void);
 int tlbb_configfs_pin(struct tlbb_vm *vm);
 void tlbb_configfs_unpin(struct tlbb_vm *vm);
-int tlbb_parse_u64(const char *s, bool hex, u64 *val);
-bool tlbb_name_ok(const char *name);
 
 /* tlbb_vm.c */
 struct tlbb_vm *tlbb_vm_create(const char *name);
@@ -238,15 +240,12 @@ const char *tlbb_mode_name(enum tlbb_mode mode);
 const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 
 /* tlbb_thp.c */
-u64 tlbb_thp_total_pages(const struct tlbb_range *r, unsigned int n);
 int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
 			  unsigned int n);
 int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n);
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit);
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm);
 void tlbb_thp_forget(struct tlbb_vm *vm);
-unsigned long tlbb_thp_empty_block(struct mm_struct *mm, unsigned long addr,
-				   pud_t **pudp);
 
 /* tlbb_heat.c */
 unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm);
@@ -266,8 +265,5 @@ extern const struct tlbb_counter_ops tlbb_counter_pmu_ops;
 /* tlbb_debugfs.c */
 int tlbb_debugfs_init(void);
 void tlbb_debugfs_exit(void);
-void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns);
-void tlbb_debugfs_account_late(u64 ns);
-void tlbb_debugfs_account_heat(u64 ns, u64 pmds);
 
 #endif /* TLBB_H */

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The configfs interface: /sys/kernel/config/tlbbalance/ (see
- * docs/kernel-module.md). Parsing, permission checks and formatting only;
- * the VM layer (tlbb_vm.c) validates against the process and applies.
+ * docs/kernel-module.md). Permission checks and formatting only: what is
+ * written is parsed by tlbb_parse.c, the statistics are read by
+ * tlbb_stats.c, and the VM layer (tlbb_vm.c) validates against the process
+ * and applies.
  *
  * One attribute per line of core/tlbb_params.def (rw) and tlbb_stats.def
  * (ro), generated with X-macros.
  */
 #include <linux/capability.h>
-#include <linux/ctype.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/pid.h>
@@ -17,7 +18,8 @@
 #include <linux/string.h>
 
 #include "tlbb.h"
-#include "tlbb_compat.h"
+#include "tlbb_parse.h"
+#include "tlbb_stats.h"
 
 /* A store of this length may have been cut by configfs (one page). */
 #define TLBB_STORE_MAX		(PAGE_SIZE - 1)
@@ -33,47 +35,6 @@ static int tlbb_store_check(const char *page, size_t len)
 		return -EINVAL;
 	if (len >= TLBB_STORE_MAX)
 		return -ERANGE;
-	return 0;
-}
-
-/*
- * The one number parser of every attribute (and of the injection file):
- * decimal digits, or with @hex also "0x"/"0X" followed by hexadecimal
- * digits. Nothing else: no sign, no space, no second prefix ("0x0x1",
- * "0x+1", "+5", "-0" are all EINVAL). One trailing newline is allowed (the
- * number is a whole write: "echo 5 > file"). -ERANGE on overflow.
- */
-int tlbb_parse_u64(const char *s, bool hex, u64 *val)
-{
-	unsigned int base = 10;
-	size_t i, n;
-
-	if (hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		base = 16;
-	}
-	n = strlen(s);
-	if (n && s[n - 1] == '\n')
-		n--;
-	if (!n)
-		return -EINVAL;
-	for (i = 0; i < n; i++)
-		if (base == 16 ? !isxdigit(s[i]) : !isdigit(s[i]))
-			return -EINVAL;
-	return kstrtou64(s, base, val);
-}
-
-/* A decimal id (pid, tid) that fits an int. */
-static int tlbb_parse_id(const char *s, int *id)
-{
-	u64 v;
-	int ret = tlbb_parse_u64(s, false, &v);
-
-	if (ret)
-		return ret;
-	if (v > INT_MAX)
-		return -ERANGE;
-	*id = v;
 	return 0;
 }
 
@@ -216,49 +177,6 @@ static ssize_t tlbb_vm_ranges_show(struct config_item *item, char *page)
 	return n;
 }
 
-static int tlbb_range_cmp(const void *a, const void *b)
-{
-	const struct tlbb_range *x = a, *y = b;
-
-	return x->hva < y->hva ? -1 : x->hva > y->hva;
-}
-
-/* Parse one "<hva> <length> <gpa>" line; the line is modified. */
-static int tlbb_parse_range(char *line, struct tlbb_range *r)
-{
-	u64 v[3];
-	char *tok;
-	int i, ret;
-
-	for (i = 0; i < 3; i++) {
-		do {
-			tok = strsep(&line, " \t");
-		} while (tok && !*tok);
-		if (!tok)
-			return -EINVAL;
-		ret = tlbb_parse_u64(tok, true, &v[i]);
-		if (ret)
-			return ret;
-	}
-	do {
-		tok = strsep(&line, " \t");
-	} while (tok && !*tok);
-	if (tok)
-		return -EINVAL;		/* a fourth field */
-
-	if (!v[1] || !IS_ALIGNED(v[0], PAGE_SIZE) ||
-	    !IS_ALIGNED(v[1], PAGE_SIZE) || !IS_ALIGNED(v[2], PAGE_SIZE))
-		return -EINVAL;
-	if (v[0] + v[1] < v[0] || v[2] + v[1] < v[2])
-		return -ERANGE;
-	if (v[0] + v[1] > TASK_SIZE_MAX)
-		return -EFAULT;	/* a kernel address */
-	r->hva = v[0];
-	r->len = v[1];
-	r->gpa = v[2];
-	return 0;
-}
-
 static ssize_t tlbb_vm_ranges_store(struct config_item *item,
 				    const char *page, size_t len)
 {
@@ -320,39 +238,6 @@ static ssize_t tlbb_vm_heat_show(struct config_item *item, char *page)
 		       vm->heat.fed_slots);
 	mutex_unlock(&vm->lock);
 	return n;
-}
-
-/* Parse one "<hva> <length> <heat>" line; the line is modified. */
-static int tlbb_parse_heat(char *line, struct tlbb_heat_line *h)
-{
-	u64 v[3];
-	char *tok;
-	int i, ret;
-
-	for (i = 0; i < 3; i++) {
-		do {
-			tok = strsep(&line, " \t");
-		} while (tok && !*tok);
-		if (!tok)
-			return -EINVAL;
-		ret = tlbb_parse_u64(tok, i < 2, &v[i]);
-		if (ret)
-			return ret;
-	}
-	do {
-		tok = strsep(&line, " \t");
-	} while (tok && !*tok);
-	if (tok)
-		return -EINVAL;		/* a fourth field */
-	if (!v[1])
-		return -EINVAL;
-	if (v[2] > U8_MAX || v[0] + v[1] < v[0] ||
-	    v[0] + v[1] > TASK_SIZE_MAX)
-		return -ERANGE;
-	h->hva = v[0];
-	h->len = v[1];
-	h->heat = v[2];
-	return 0;
 }
 
 /*
@@ -530,104 +415,6 @@ TLBB_ATTR_RW(tlbb_p_, name);
 
 /* ---- statistics: one attribute per line of tlbb_stats.def ---- */
 
-/*
- * One getter per statistic, named after it: a statistic added to the .def
- * without a getter here fails to build. The type of each getter matches the
- * kind column (u64 and milli: u64; str: const char *; cpulist: cpumask).
- * vm->lock held.
- */
-static u64 tlbb_get_huge_pages(struct tlbb_vm *vm)
-{
-	return tlbb_vm_huge_pages(vm);
-}
-
-static u64 tlbb_get_total_pages(struct tlbb_vm *vm)
-{
-	return tlbb_thp_total_pages(vm->ranges, vm->nr_ranges);
-}
-
-static u64 tlbb_get_huge_limit(struct tlbb_vm *vm)
-{
-	if (vm->mode == TLBB_MODE_OFF)
-		return tlbb_get_total_pages(vm);
-	return vm->ctrl.limit;
-}
-
-static u64 tlbb_get_refills_huge(struct tlbb_vm *vm)
-{
-	return vm->refills_huge;
-}
-
-static u64 tlbb_get_refills_small(struct tlbb_vm *vm)
-{
-	return vm->refills_small;
-}
-
-static u64 tlbb_get_refills_huge_total(struct tlbb_vm *vm)
-{
-	return vm->refills_huge_total;
-}
-
-static u64 tlbb_get_refills_small_total(struct tlbb_vm *vm)
-{
-	return vm->refills_small_total;
-}
-
-static u64 tlbb_get_load(struct tlbb_vm *vm)
-{
-	return vm->ctrl.load_pm_milli;
-}
-
-static u64 tlbb_get_load_count(struct tlbb_vm *vm)
-{
-	return vm->ctrl.load_count;
-}
-
-static u64 tlbb_get_imbalance(struct tlbb_vm *vm)
-{
-	return vm->ctrl.y_milli;
-}
-
-static const char *tlbb_get_dominant(struct tlbb_vm *vm)
-{
-	return tlbb_group_name(vm->ctrl.dominant);
-}
-
-static const char *tlbb_get_state(struct tlbb_vm *vm)
-{
-	return tlbb_vm_state_name(vm);
-}
-
-static u64 tlbb_get_splits(struct tlbb_vm *vm)
-{
-	return vm->lim.splits;
-}
-
-static u64 tlbb_get_restores(struct tlbb_vm *vm)
-{
-	return vm->lim.restores;
-}
-
-static u64 tlbb_get_ticks(struct tlbb_vm *vm)
-{
-	return vm->ticks;
-}
-
-static const char *tlbb_get_backend(struct tlbb_vm *vm)
-{
-	return vm->inject ? "inject" : vm->backend_desc;
-}
-
-static const struct cpumask *tlbb_get_cpus_allowed(struct tlbb_vm *vm)
-{
-	return vm->cpus_allowed;
-}
-
-static const struct cpumask *tlbb_get_cpus_ran(struct tlbb_vm *vm)
-{
-	return vm->cpus_ran;
-}
-
 /* Formatters by kind; each appends "<value>\n" at @page + @at. */
 static int tlbb_fmt_u64(char *page, int at, u64 v)
 {
@@ -734,25 +521,6 @@ static const struct config_item_type tlbb_vm_type = {
 };
 
 /* ---- vms/: mkdir and rmdir ---- */
-
-/*
- * A VM name: [A-Za-z0-9._-]{1,NAME_MAX}, but not "." or ".." (which name
- * vms/ itself and the subsystem root in a path). Also the injection
- * file's names.
- */
-bool tlbb_name_ok(const char *name)
-{
-	size_t i, len = strlen(name);
-
-	if (!len || len > TLBB_NAME_MAX)
-		return false;
-	if (!strcmp(name, ".") || !strcmp(name, ".."))
-		return false;
-	for (i = 0; i < len; i++)
-		if (!isalnum(name[i]) && !strchr("._-", name[i]))
-			return false;
-	return true;
-}
 
 static struct config_group *tlbb_vms_make_group(struct config_group *group,
 						const char *name)

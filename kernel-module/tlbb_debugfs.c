@@ -24,30 +24,10 @@
 #include <linux/uaccess.h>
 
 #include "tlbb.h"
+#include "tlbb_cost.h"
+#include "tlbb_parse.h"
 
 static struct dentry *tlbb_debugfs_dir;
-static atomic64_t tlbb_ticks, tlbb_tick_ns, tlbb_ctrl_ns;
-static atomic64_t tlbb_heat_ns, tlbb_heat_pmds;
-
-void tlbb_debugfs_account(u64 tick_ns, u64 ctrl_ns)
-{
-	atomic64_inc(&tlbb_ticks);
-	atomic64_add(tick_ns, &tlbb_tick_ns);
-	atomic64_add(ctrl_ns, &tlbb_ctrl_ns);
-}
-
-/* The heat work that ends a tick a window later (tlbb_vm.c): its time. */
-void tlbb_debugfs_account_late(u64 ns)
-{
-	atomic64_add(ns, &tlbb_tick_ns);
-}
-
-/* One accessed-bit sample (tlbb_heat.c): its time and the slots it saw. */
-void tlbb_debugfs_account_heat(u64 ns, u64 pmds)
-{
-	atomic64_add(ns, &tlbb_heat_ns);
-	atomic64_add(pmds, &tlbb_heat_pmds);
-}
 
 /* What one ktime_get_ns() costs here: each figure above includes two. */
 static u64 tlbb_ktime_cost(void)

@@ -65,6 +65,8 @@
 #include <linux/slab.h>
 
 #include "tlbb.h"
+#include "tlbb_cost.h"
+#include "tlbb_walk.h"
 #include "tlbb_compat.h"
 
 void tlbb_heat_free(struct tlbb_vm *vm)
@@ -188,7 +190,7 @@ static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
 		h->cursor = slot;
 		h->sampled += done;
 	}
-	tlbb_debugfs_account_heat(ktime_get_ns() - t0, done);
+	tlbb_cost_account_heat(ktime_get_ns() - t0, done);
 	return done;
 }
 

@@ -25,6 +25,8 @@
 #include <linux/string.h>
 
 #include "tlbb.h"
+#include "tlbb_cost.h"
+#include "tlbb_walk.h"
 #include "tlbb_compat.h"
 
 #define CREATE_TRACE_POINTS
@@ -1155,7 +1157,7 @@ out:
 	mutex_unlock(&vm->lock);
 	if (mm) {
 		mmput(mm);
-		tlbb_debugfs_account_late(ktime_get_ns() - t0);
+		tlbb_cost_account_late(ktime_get_ns() - t0);
 	}
 }
 
@@ -1203,6 +1205,6 @@ out:
 	mutex_unlock(&vm->lock);
 	if (mm) {
 		mmput(mm);
-		tlbb_debugfs_account(ktime_get_ns() - t0, ctrl_ns);
+		tlbb_cost_account(ktime_get_ns() - t0, ctrl_ns);
 	}
 }

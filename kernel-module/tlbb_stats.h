@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* tlbb_stats.c: one getter per statistic of core/tlbb_stats.def; vm->lock held. */
+#ifndef TLBB_STATS_H
+#define TLBB_STATS_H
+
+#include "tlbb.h"
+
+u64 tlbb_get_huge_pages(struct tlbb_vm *vm);
+u64 tlbb_get_total_pages(struct tlbb_vm *vm);
+u64 tlbb_get_huge_limit(struct tlbb_vm *vm);
+u64 tlbb_get_refills_huge(struct tlbb_vm *vm);
+u64 tlbb_get_refills_small(struct tlbb_vm *vm);
+u64 tlbb_get_refills_huge_total(struct tlbb_vm *vm);
+u64 tlbb_get_refills_small_total(struct tlbb_vm *vm);
+u64 tlbb_get_load(struct tlbb_vm *vm);
+u64 tlbb_get_load_count(struct tlbb_vm *vm);
+u64 tlbb_get_imbalance(struct tlbb_vm *vm);
+const char *tlbb_get_dominant(struct tlbb_vm *vm);
+const char *tlbb_get_state(struct tlbb_vm *vm);
+u64 tlbb_get_splits(struct tlbb_vm *vm);
+u64 tlbb_get_restores(struct tlbb_vm *vm);
+u64 tlbb_get_ticks(struct tlbb_vm *vm);
+const char *tlbb_get_backend(struct tlbb_vm *vm);
+const struct cpumask *tlbb_get_cpus_allowed(struct tlbb_vm *vm);
+const struct cpumask *tlbb_get_cpus_ran(struct tlbb_vm *vm);
+
+#endif /* TLBB_STATS_H */
