@@ -158,12 +158,24 @@ void kvm_limit_remove(struct kvm_limit *l)
 
 bool stage2_rehuge(uint8_t *mem, uint64_t want)
 {
+	int tries = 0, err;
 	bool ok;
 
-	if (!madvise(mem, KVM_S2_SLOT_SIZE, MADV_COLLAPSE))
+	/*
+	 * EAGAIN is MADV_COLLAPSE's "a resource was temporarily unavailable"
+	 * (a page lock, an LRU batch of the split pages not yet drained):
+	 * seen once in CI on 7.2. Up to 100 tries 10 ms apart.
+	 */
+	do {
+		err = madvise(mem, KVM_S2_SLOT_SIZE, MADV_COLLAPSE) ? errno : 0;
+		if (err == EAGAIN)
+			usleep(10000);
+	} while (err == EAGAIN && ++tries < 100);
+	if (!err)
 		return true;
-	if (errno != EINVAL) {
-		tap_diag("MADV_COLLAPSE: %s", strerror(errno));
+	if (err != EINVAL) {
+		tap_diag("MADV_COLLAPSE: %s (%d tries)", strerror(err),
+			 tries + 1);
 		return false;
 	}
 	tap_diag("no MADV_COLLAPSE (before 6.1): waiting for khugepaged");
