@@ -9,6 +9,7 @@ import socket
 import sys
 import time
 
+from nova_tlbbalance import filewrite
 from nova_tlbbalance import modclient
 from nova_tlbbalance.probes import libvirt_conn
 
@@ -121,14 +122,22 @@ def window_lines(wins):
 
 
 def write_record(path, doc):
-    d = os.path.dirname(path)
-    if d:
-        os.makedirs(d, exist_ok=True)
-    tmp = path + '.tmp'
-    with open(tmp, 'w') as f:
-        json.dump(doc, f, indent=2, sort_keys=True)
-        f.write('\n')
-    os.replace(tmp, path)
+    """The upgrade record, written atomically by filewrite (a random
+    temporary name, no symlink followed: root writes it)."""
+    filewrite.write_if_changed(
+        path, json.dumps(doc, indent=2, sort_keys=True) + '\n', 0o644)
+
+
+def parse_notes(pairs):
+    """``--note KEY=VALUE`` arguments -> dict; ValueError naming the one
+    that is not KEY=VALUE."""
+    notes = {}
+    for kv in pairs:
+        k, sep, v = kv.partition('=')
+        if not sep or not k:
+            raise ValueError('--note %r: not KEY=VALUE' % kv)
+        notes[k] = v
+    return notes
 
 
 def run(args):
@@ -143,14 +152,11 @@ def run(args):
             sys.stderr.write('tlbbalance reconcile: --released %s: %s\n'
                              % (args.released, exc))
             return 2
-    notes = {}
-    for kv in args.note:
-        k, sep, v = kv.partition('=')
-        if not sep or not k:
-            sys.stderr.write('tlbbalance reconcile: --note %r: not '
-                             'KEY=VALUE\n' % kv)
-            return 2
-        notes[k] = v
+    try:
+        notes = parse_notes(args.note)
+    except ValueError as exc:
+        sys.stderr.write('tlbbalance reconcile: %s\n' % exc)
+        return 2
     try:
         running = domains(args.uri)
     except libvirt_conn.LibvirtUnavailable as exc:

@@ -82,13 +82,11 @@ def _sh(cmd):
 def run(args):
     from nova_tlbbalance import reconcile
     from nova_tlbbalance.hook.config import Config
-    notes = {}
-    for kv in args.note:
-        k, sep, v = kv.partition('=')
-        if not sep or not k:
-            _say('--note %r: not KEY=VALUE' % kv)
-            return NO_LIBVIRT
-        notes[k] = v
+    try:
+        notes = cli_reconcile.parse_notes(args.note)
+    except ValueError as exc:
+        _say(str(exc))
+        return NO_LIBVIRT
     config = Config(configfs=args.configfs, run_dir=args.run_dir,
                     proc=args.proc, sys=args.sys)
     client = modclient.Client(args.configfs)
