@@ -177,34 +177,26 @@ static ssize_t tlbb_vm_ranges_show(struct config_item *item, char *page)
 	return n;
 }
 
+static int tlbb_range_line(char *line, void *elem)
+{
+	return tlbb_parse_range(line, elem);
+}
+
 static ssize_t tlbb_vm_ranges_store(struct config_item *item,
 				    const char *page, size_t len)
 {
 	int ret = tlbb_store_check(page, len);
 	struct tlbb_range *r;
-	char *buf, *p, *line;
-	unsigned int n = 0, i;
+	unsigned int n, i;
+	void *a;
 
 	if (ret)
 		return ret;
-	buf = kmemdup_nul(page, len, GFP_KERNEL);
-	r = kcalloc(TLBB_MAX_RANGES, sizeof(*r), GFP_KERNEL);
-	ret = -ENOMEM;
-	if (!buf || !r)
+	ret = tlbb_parse_lines(page, len, TLBB_MAX_RANGES, sizeof(*r),
+			       tlbb_range_line, &a, &n);
+	r = a;
+	if (ret)
 		goto out;
-	p = buf;
-	while ((line = strsep(&p, "\n")) != NULL) {
-		line = strim(line);
-		if (!*line)
-			continue;
-		ret = -ERANGE;
-		if (n == TLBB_MAX_RANGES)
-			goto out;
-		ret = tlbb_parse_range(line, &r[n]);
-		if (ret)
-			goto out;
-		n++;
-	}
 	/* No two ranges may overlap, in host or in guest addresses. */
 	sort(r, n, sizeof(*r), tlbb_range_cmp, NULL);
 	ret = -EINVAL;
@@ -222,7 +214,6 @@ static ssize_t tlbb_vm_ranges_store(struct config_item *item,
 	ret = tlbb_vm_set_ranges(to_tlbb_vm(item), r, n);
 out:
 	kfree(r);
-	kfree(buf);
 	return ret ? ret : len;
 }
 
@@ -245,13 +236,18 @@ static ssize_t tlbb_vm_heat_show(struct config_item *item, char *page)
  * the huge-page slots they overlap, and the VM's heat is fed from then
  * on (not sampled); "sampled" goes back to the module's own sampling.
  */
+static int tlbb_heat_line(char *line, void *elem)
+{
+	return tlbb_parse_heat(line, elem);
+}
+
 static ssize_t tlbb_vm_heat_store(struct config_item *item,
 				  const char *page, size_t len)
 {
 	int ret = tlbb_store_check(page, len);
 	struct tlbb_heat_line *h;
-	char *buf, *p, *line;
-	unsigned int n = 0;
+	unsigned int n;
+	void *a;
 
 	if (ret)
 		return ret;
@@ -259,28 +255,14 @@ static ssize_t tlbb_vm_heat_store(struct config_item *item,
 		ret = tlbb_heat_sample(to_tlbb_vm(item));
 		return ret ? ret : len;
 	}
-	buf = kmemdup_nul(page, len, GFP_KERNEL);
-	h = kcalloc(TLBB_MAX_HEAT_LINES, sizeof(*h), GFP_KERNEL);
-	ret = -ENOMEM;
-	if (!buf || !h)
+	ret = tlbb_parse_lines(page, len, TLBB_MAX_HEAT_LINES, sizeof(*h),
+			       tlbb_heat_line, &a, &n);
+	h = a;
+	if (ret)
 		goto out;
-	p = buf;
-	while ((line = strsep(&p, "\n")) != NULL) {
-		line = strim(line);
-		if (!*line)
-			continue;
-		ret = -ERANGE;
-		if (n == TLBB_MAX_HEAT_LINES)
-			goto out;
-		ret = tlbb_parse_heat(line, &h[n]);
-		if (ret)
-			goto out;
-		n++;
-	}
 	ret = n ? tlbb_heat_feed(to_tlbb_vm(item), h, n) : -EINVAL;
 out:
 	kfree(h);
-	kfree(buf);
 	return ret ? ret : len;
 }
 

@@ -7,6 +7,7 @@
 #include <linux/ctype.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "tlbb.h"
@@ -61,29 +62,41 @@ int tlbb_range_cmp(const void *a, const void *b)
 	return x->hva < y->hva ? -1 : x->hva > y->hva;
 }
 
-/* Parse one "<hva> <length> <gpa>" line; the line is modified. */
-int tlbb_parse_range(char *line, struct tlbb_range *r)
+/*
+ * Split @line (modified) into exactly @n numbers, separated by blanks;
+ * bit i of @hex_mask lets the i-th be written in hex. -EINVAL for a
+ * missing or an extra field.
+ */
+static int tlbb_parse_fields(char *line, u64 *v, int n,
+			     unsigned int hex_mask)
 {
-	u64 v[3];
 	char *tok;
 	int i, ret;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < n; i++) {
 		do {
 			tok = strsep(&line, " \t");
 		} while (tok && !*tok);
 		if (!tok)
 			return -EINVAL;
-		ret = tlbb_parse_u64(tok, true, &v[i]);
+		ret = tlbb_parse_u64(tok, hex_mask & (1U << i), &v[i]);
 		if (ret)
 			return ret;
 	}
 	do {
 		tok = strsep(&line, " \t");
 	} while (tok && !*tok);
-	if (tok)
-		return -EINVAL;		/* a fourth field */
+	return tok ? -EINVAL : 0;	/* a field too many */
+}
 
+/* Parse one "<hva> <length> <gpa>" line; the line is modified. */
+int tlbb_parse_range(char *line, struct tlbb_range *r)
+{
+	u64 v[3];
+	int ret = tlbb_parse_fields(line, v, 3, 0x7);
+
+	if (ret)
+		return ret;
 	if (!v[1] || !IS_ALIGNED(v[0], PAGE_SIZE) ||
 	    !IS_ALIGNED(v[1], PAGE_SIZE) || !IS_ALIGNED(v[2], PAGE_SIZE))
 		return -EINVAL;
@@ -101,24 +114,10 @@ int tlbb_parse_range(char *line, struct tlbb_range *r)
 int tlbb_parse_heat(char *line, struct tlbb_heat_line *h)
 {
 	u64 v[3];
-	char *tok;
-	int i, ret;
+	int ret = tlbb_parse_fields(line, v, 3, 0x3);
 
-	for (i = 0; i < 3; i++) {
-		do {
-			tok = strsep(&line, " \t");
-		} while (tok && !*tok);
-		if (!tok)
-			return -EINVAL;
-		ret = tlbb_parse_u64(tok, i < 2, &v[i]);
-		if (ret)
-			return ret;
-	}
-	do {
-		tok = strsep(&line, " \t");
-	} while (tok && !*tok);
-	if (tok)
-		return -EINVAL;		/* a fourth field */
+	if (ret)
+		return ret;
 	if (!v[1])
 		return -EINVAL;
 	if (v[2] > U8_MAX || v[0] + v[1] < v[0] ||
@@ -147,4 +146,43 @@ bool tlbb_name_ok(const char *name)
 		if (!isalnum(name[i]) && !strchr("._-", name[i]))
 			return false;
 	return true;
+}
+
+/*
+ * Parse the non-blank lines of a store (@page, @len bytes) with @parse
+ * into a new array of at most @max elements of @size bytes each: *@out
+ * (the caller kfree()s it, also after an error) holding *@n of them.
+ * -ENOMEM, -ERANGE for more than @max lines, or @parse's error.
+ */
+int tlbb_parse_lines(const char *page, size_t len, unsigned int max,
+		     size_t size, int (*parse)(char *line, void *elem),
+		     void **out, unsigned int *n)
+{
+	char *buf, *p, *line;
+	u8 *a;
+	int ret = 0;
+
+	*n = 0;
+	*out = a = kcalloc(max, size, GFP_KERNEL);
+	buf = kmemdup_nul(page, len, GFP_KERNEL);
+	if (!buf || !a) {
+		kfree(buf);
+		return -ENOMEM;
+	}
+	p = buf;
+	while ((line = strsep(&p, "\n")) != NULL) {
+		line = strim(line);
+		if (!*line)
+			continue;
+		if (*n == max) {
+			ret = -ERANGE;
+			break;
+		}
+		ret = parse(line, a + *n * size);
+		if (ret)
+			break;
+		(*n)++;
+	}
+	kfree(buf);
+	return ret;
 }
