@@ -111,7 +111,11 @@ def test_fatal_errors_name_the_pid():
 CHILD = textwrap.dedent('''
     import ctypes, mmap, sys
     slot, n = int(sys.argv[1]), int(sys.argv[2])
-    m = mmap.mmap(-1, (n + 1) * slot)
+    # private anonymous memory, like QEMU's guest RAM (mmap.mmap(-1, n)
+    # alone is MAP_SHARED: shmem, which smaps counts apart and which
+    # collapses only as shmem_enabled allows)
+    m = mmap.mmap(-1, (n + 1) * slot,
+                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     base = ctypes.addressof(ctypes.c_char.from_buffer(m))
     off = -base % slot
     thp = open('/sys/kernel/mm/transparent_hugepage/enabled').read()
@@ -129,11 +133,10 @@ CHILD = textwrap.dedent('''
 
 def kernel_refuses_collapse():
     """Why this kernel refuses MADV_COLLAPSE on a process's own anonymous
-    memory, or None. (This machine's host kernel, 6.18.44-fc, answers
-    EINVAL; Debian's 6.1 and 6.12 take it: t_kvm_heat collapses with
-    process_madvise there, under QEMU.)"""
+    memory, or None (Linux >= 6.1 takes it on private anonymous memory,
+    whatever the THP sysfs settings say)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    m = mmap.mmap(-1, 2 * SLOT)
+    m = mmap.mmap(-1, 2 * SLOT, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     buf = ctypes.c_char.from_buffer(m)
     try:
         base = ctypes.addressof(buf)
