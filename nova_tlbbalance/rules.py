@@ -36,6 +36,7 @@ def _warning(msg, *args):
     import logging
     logging.getLogger(__name__).warning(msg, *args)
 
+
 SCOPES = ('die', 'cluster')
 
 

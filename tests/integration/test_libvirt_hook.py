@@ -140,6 +140,7 @@ def test_driver_thp_vm(host, vm):
     name = 'tlbbit-thp'
     xml = driver_xml(name, {'tlbbalance:mode': 'balance',
                             'tlbbalance:backing': 'thp',
+                            'tlbbalance:prefault': 'true',
                             'tlbbalance:tlbi_scope': 'die'})
     assert "<allocation mode=\"immediate\"/>" in xml
     vm(name, xml)
