@@ -170,6 +170,7 @@ struct tlbb_vm {
 	unsigned int nr_vcpus;
 	struct tlbb_range ranges[TLBB_MAX_RANGES];
 	unsigned int nr_ranges;
+	u64 ranges_gen;			/* bumped when ranges or mm change */
 
 	enum tlbb_mode mode;
 	struct tlbb_params params;
@@ -222,6 +223,7 @@ struct tlbb_vm *tlbb_vm_create(const char *name);
 void tlbb_vm_drop(struct tlbb_vm *vm);
 void tlbb_vm_free(struct tlbb_vm *vm);
 u64 tlbb_vm_huge_pages(struct tlbb_vm *vm);
+void tlbb_vm_refresh_huge_pages(struct tlbb_vm *vm);
 int tlbb_vm_set_pid(struct tlbb_vm *vm, int nr);
 int tlbb_vm_set_vcpus(struct tlbb_vm *vm, const int *tids, unsigned int n,
 		      bool append);
@@ -243,6 +245,8 @@ const char *tlbb_vm_state_name(struct tlbb_vm *vm);
 int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
 			  unsigned int n);
 int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n);
+int tlbb_thp_count_ranges(struct mm_struct *mm, const struct tlbb_range *r,
+			  unsigned int nr, u64 *n);
 void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit);
 void tlbb_thp_release(struct tlbb_vm *vm, struct mm_struct *mm);
 void tlbb_thp_forget(struct tlbb_vm *vm);

@@ -73,15 +73,15 @@ int tlbb_thp_check_ranges(struct mm_struct *mm, const struct tlbb_range *r,
 	return ret;
 }
 
-static u64 tlbb_count_locked(struct tlbb_vm *vm, struct mm_struct *mm)
+static u64 tlbb_count_locked(struct mm_struct *mm, const struct tlbb_range *r,
+			     unsigned int nr)
 {
 	unsigned int i;
 	u64 n = 0;
 
-	for (i = 0; i < vm->nr_ranges; i++) {
-		const struct tlbb_range *r = &vm->ranges[i];
-		unsigned long addr = ALIGN(r->hva, PMD_SIZE);
-		unsigned long end = ALIGN_DOWN(r->hva + r->len, PMD_SIZE);
+	for (i = 0; i < nr; i++) {
+		unsigned long addr = ALIGN(r[i].hva, PMD_SIZE);
+		unsigned long end = ALIGN_DOWN(r[i].hva + r[i].len, PMD_SIZE);
 
 		if (addr < end)
 			n += tlbb_count_span(mm, addr, end);
@@ -89,13 +89,20 @@ static u64 tlbb_count_locked(struct tlbb_vm *vm, struct mm_struct *mm)
 	return n;
 }
 
-int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n)
+/* Huge pages in @nr ranges @r of @mm (a copy: no vm->lock needed). */
+int tlbb_thp_count_ranges(struct mm_struct *mm, const struct tlbb_range *r,
+			  unsigned int nr, u64 *n)
 {
 	if (mmap_read_lock_killable(mm))
 		return -EINTR;
-	*n = tlbb_count_locked(vm, mm);
+	*n = tlbb_count_locked(mm, r, nr);
 	mmap_read_unlock(mm);
 	return 0;
+}
+
+int tlbb_thp_count(struct tlbb_vm *vm, struct mm_struct *mm, u64 *n)
+{
+	return tlbb_thp_count_ranges(mm, vm->ranges, vm->nr_ranges, n);
 }
 
 /*
@@ -452,7 +459,7 @@ void tlbb_thp_enforce(struct tlbb_vm *vm, struct mm_struct *mm, u64 limit)
 		splits = vm->lim.splits;
 		mmap_read_lock(mm);
 		failed = tlbb_split_locked(vm, mm, n - limit, n);
-		vm->huge_pages = tlbb_count_locked(vm, mm);
+		vm->huge_pages = tlbb_count_locked(mm, vm->ranges, vm->nr_ranges);
 		mmap_read_unlock(mm);
 		trace_tlbb_split(vm, limit, n, vm->lim.splits - splits,
 				 vm->huge_pages);

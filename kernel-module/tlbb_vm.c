@@ -291,6 +291,7 @@ static void tlbb_vm_detach(struct tlbb_vm *vm)
 		WRITE_ONCE(vm->detaching, true);
 		mmu_notifier_unregister(&vm->mn, vm->mm);
 		vm->mm = NULL;
+		vm->ranges_gen++;
 		WRITE_ONCE(vm->released, false);
 		WRITE_ONCE(vm->detaching, false);
 	}
@@ -381,6 +382,7 @@ static int tlbb_vm_attach(struct tlbb_vm *vm, struct pid **pidp,
 	/* The old process's threads and ranges do not belong to the new. */
 	tlbb_vm_detach(vm);
 	vm->nr_ranges = 0;
+	vm->ranges_gen++;
 	vm->exited = false;
 	vm->refills_huge_total = 0;
 	vm->refills_small_total = 0;
@@ -640,6 +642,7 @@ int tlbb_vm_set_ranges(struct tlbb_vm *vm, const struct tlbb_range *r,
 	}
 	memcpy(vm->ranges, r, n * sizeof(*r));
 	vm->nr_ranges = n;
+	vm->ranges_gen++;
 	ret = 0;
 out:
 	mutex_unlock(&vm->lock);
@@ -1007,6 +1010,7 @@ int tlbb_vm_commit(struct tlbb_vm *vm)
 	if (ranges_new) {
 		memcpy(vm->ranges, st->ranges, sizeof(vm->ranges));
 		vm->nr_ranges = st->nr_ranges;
+		vm->ranges_gen++;
 	}
 	if (memcmp(&p, &vm->params, sizeof(p))) {
 		vm->params = p;
@@ -1062,16 +1066,51 @@ int tlbb_vm_set_inject(const char *name, bool on, u64 huge, u64 small)
  * N_hc for the huge_pages attribute: the last tick's count while the VM is
  * monitored, a fresh count while it is off. vm->lock held.
  */
+/* The huge pages of the last count (a tick's, or a reader's). */
 u64 tlbb_vm_huge_pages(struct tlbb_vm *vm)
 {
-	struct mm_struct *mm = vm->mm;
-
-	if (vm->mode != TLBB_MODE_OFF || !mm || READ_ONCE(vm->released) ||
-	    !mmget_not_zero(mm))
-		return vm->huge_pages;
-	tlbb_thp_count(vm, mm, &vm->huge_pages);
-	mmput(mm);
 	return vm->huge_pages;
+}
+
+/*
+ * A reader of huge_pages or status, while the VM is off (no tick counts
+ * then), counts afresh; without vm->lock: the ranges are copied under
+ * the lock, the lock dropped for the walk, and the count stored only if
+ * the ranges and the process did not change meanwhile. A root write or
+ * a tick never waits for a reader's walk (t_readcost). Called without
+ * vm->lock.
+ */
+void tlbb_vm_refresh_huge_pages(struct tlbb_vm *vm)
+{
+	struct tlbb_range *r;
+	struct mm_struct *mm;
+	unsigned int nr;
+	u64 gen, n;
+
+	r = kmalloc_array(TLBB_MAX_RANGES, sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return;			/* the last count stands */
+	mutex_lock(&vm->lock);
+	mm = vm->mm;
+	if (vm->mode != TLBB_MODE_OFF || !mm || READ_ONCE(vm->released) ||
+	    !mmget_not_zero(mm)) {
+		mutex_unlock(&vm->lock);
+		kfree(r);
+		return;
+	}
+	nr = vm->nr_ranges;
+	memcpy(r, vm->ranges, nr * sizeof(*r));
+	gen = vm->ranges_gen;
+	mutex_unlock(&vm->lock);
+
+	if (!tlbb_thp_count_ranges(mm, r, nr, &n)) {
+		mutex_lock(&vm->lock);
+		if (vm->ranges_gen == gen)
+			vm->huge_pages = n;
+		mutex_unlock(&vm->lock);
+	}
+	mmput(mm);
+	kfree(r);
 }
 
 /* Which CPUs the vCPU threads may use and were last seen on. */
