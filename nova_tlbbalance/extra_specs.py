@@ -134,21 +134,23 @@ def _policy_specs():
              choices=BOOLEANS,
              host_default='Strictness used when a managed flavor does not '
              'set tlbbalance:strict.'),
-        Spec('prefault', 'bool', 'true',
-             'backing=thp only: true allocates and zeroes all guest RAM '
-             'before the guest runs (libvirt allocation mode immediate: '
-             'slower start, all RAM committed at boot, which defeats '
-             'nova\'s ram_allocation_ratio); false leaves it to be faulted '
-             'in as the guest touches it (still madvised for THP, so huge '
-             'where aligned; verify then judges the huge share of the '
-             'resident RAM). Ignored with backing=hugetlbfs (the pages are '
-             'reserved anyway) and backing=none (nova\'s backing, '
-             'unchanged).',
+        Spec('prefault', 'bool', 'false',
+             'backing=thp only: false (the default) leaves guest RAM to be '
+             'faulted in as the guest touches it (madvised for THP, so '
+             'huge where aligned: the RAM a guest touches is huge as it '
+             'touches it; verify judges the huge share of the resident '
+             'RAM); true allocates and zeroes all guest RAM before the '
+             'guest runs (libvirt allocation mode immediate: a slower '
+             'start, all RAM committed and huge at ACTIVE, which defeats '
+             'nova\'s ram_allocation_ratio). Ignored with '
+             'backing=hugetlbfs (the pages are reserved anyway) and '
+             'backing=none (nova\'s backing, unchanged).',
              choices=BOOLEANS,
              host_default='Pre-faulting of THP-backed guest RAM used when '
-             'a managed flavor does not set tlbbalance:prefault (false: '
-             'guest RAM is faulted in as the guest touches it, so nova\'s '
-             'RAM overcommit works).'),
+             'a managed flavor does not set tlbbalance:prefault (true: all '
+             'guest RAM allocated and huge before the guest runs, the '
+             'default before 2026-11; false: faulted in as the guest '
+             'touches it, so nova\'s RAM overcommit works).'),
     )
 
 

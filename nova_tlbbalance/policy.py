@@ -9,9 +9,12 @@ The format is fixed in ``docs/design/interfaces.md``::
       <tlbbalance:param name="imbalance_threshold" value="20"/>
     </tlbbalance:policy>
 
-``prefault="false"`` is written only when pre-faulting is off (the default,
-true, is left out), so the XML of a policy that does not use it is what
-readers older than the attribute accept.
+``prefault`` is written only when it is not what its absence means in the
+XML: absent, it means true (:data:`XML_ABSENT`, fixed by the format since
+releases that pre-faulted every THP guest wrote no attribute). So a
+pre-faulting policy's XML is what readers older than the attribute accept,
+and the flavor default (false since pre-faulting stopped being the
+default, docs/cloud.md) is written out as ``prefault="false"``.
 
 Compatibility across releases (``docs/upgrade.md``): the element may carry
 ``version="K"``, the format it was written in (absent: 1). A writer writes
@@ -49,6 +52,11 @@ _ENUMS = tuple(s.name for s in es.SPECS if not s.param and s.kind == 'enum')
 # refuses attributes it does not know) still reads every policy that does
 # not use it (docs/upgrade.md).
 _FIRST_ATTRS = ('mode', 'backing', 'tlbi_scope', 'strict')
+# What a later attribute means when the XML leaves it out, where that is
+# not the extra spec's default: the format fixed it when the attribute
+# came (releases before it pre-faulted every THP guest); the spec's default
+# may change since, this may not.
+XML_ABSENT = {'prefault': 'true'}
 VERSION_ATTR = 'version'
 
 # The policy metadata format this release reads in full; absent = 1.
@@ -64,6 +72,11 @@ ET.register_namespace(NS_PREFIX, NS)
 
 def _default(name):
     return es.BY_KEY['%s:%s' % (es.PREFIX, name)].default
+
+
+def _xml_absent(name):
+    """What attribute ``name`` means when the XML leaves it out."""
+    return XML_ABSENT.get(name) or _default(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +263,7 @@ class Policy:
             value = getattr(self, name)
             if name in _BOOLS:
                 value = 'true' if value else 'false'
-            if name in _FIRST_ATTRS or value != _default(name):
+            if name in _FIRST_ATTRS or value != _xml_absent(name):
                 elem.set(name, value)
         for name, value in self.params.items():
             ET.SubElement(elem, PARAM_TAG, {'name': name,
@@ -298,6 +311,8 @@ class Policy:
                 except ValueError as exc:
                     raise ValueError('%s attribute %s' % (where, exc)) \
                         from None
+            elif name not in _FIRST_ATTRS:
+                values[name] = _xml_absent(name)
         for name in _BOOLS:
             if name in values:
                 values[name] = values[name] == 'true'

@@ -39,6 +39,7 @@ class TestBootModes(base.TLBBalanceTestBase):
     def test_balance_thp(self):
         self.start_compute()
         server = self._boot({'tlbbalance:mode': 'balance',
+                             'tlbbalance:prefault': 'true',
                              'tlbbalance:imbalance_threshold': '30',
                              'tlbbalance:samples': '5'})
         root = self._xml(server)
@@ -90,16 +91,28 @@ class TestBootModes(base.TLBBalanceTestBase):
         got = tlbb_policy.Policy.from_domain_xml(self.last_xml(server))
         self.assertFalse(got.prefault)
 
-    def test_prefault_false_from_the_host_default(self):
-        self.flags(default_prefault=False, group='tlbbalance')
+    def test_not_prefaulted_by_default(self):
         self.start_compute()
         server = self._boot({'tlbbalance:mode': 'monitor'})
-        self.assertIsNone(self._xml(server).find('memoryBacking/allocation'))
+        root = self._xml(server)
+        self.assertIsNone(root.find('memoryBacking/allocation'))
+        self.assertEqual('false', _policy(root)[0].get('prefault'))
+
+    def test_prefault_true_from_the_host_default(self):
+        # what an operator keeps who wants all guest RAM huge at ACTIVE
+        self.flags(default_prefault=True, group='tlbbalance')
+        self.start_compute()
+        server = self._boot({'tlbbalance:mode': 'monitor'})
+        root = self._xml(server)
+        self.assertEqual('immediate',
+                         root.find('memoryBacking/allocation').get('mode'))
+        self.assertIsNone(_policy(root)[0].get('prefault'))
 
     def test_monitor_allocation_threads_on_libvirt_8_2(self):
         self.start_compute(libvirt_version=versionutils.convert_version_to_int(
             (8, 2, 0)))
-        server = self._boot({'tlbbalance:mode': 'monitor'}, vcpu=3)
+        server = self._boot({'tlbbalance:mode': 'monitor',
+                             'tlbbalance:prefault': 'true'}, vcpu=3)
         alloc = self._xml(server).find('memoryBacking/allocation')
         self.assertEqual('immediate', alloc.get('mode'))
         self.assertEqual('3', alloc.get('threads'))
@@ -177,8 +190,10 @@ class TestBootModes(base.TLBBalanceTestBase):
         server = self._boot({'tlbbalance:mode': 'off',
                              'tlbbalance:strict': 'true'})
         root = self._xml(server)
+        # strict does not imply pre-faulting (the default is lazy)
         self.assertEqual({'mode': 'off', 'backing': 'thp',
-                          'tlbi_scope': 'none', 'strict': 'true'},
+                          'tlbi_scope': 'none', 'strict': 'true',
+                          'prefault': 'false'},
                          dict(_policy(root)[0].attrib))
 
     def test_backing_none_leaves_memory_alone(self):

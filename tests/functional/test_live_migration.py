@@ -159,6 +159,7 @@ class TestLiveMigrationBacking(LiveMigrationTestBase):
         # <allocation>; the destination must get them back.
         self.start_hosts()
         server = self.boot({'tlbbalance:mode': 'balance',
+                            'tlbbalance:prefault': 'true',
                             'tlbbalance:imbalance_threshold': '30'},
                            memory_mb=1025)
         root = self.migrate(server)
@@ -287,7 +288,8 @@ class TestLiveMigrationScope(LiveMigrationTestBase):
         root = self.migrate(server)
         self.assertEqual([2, 3], self.pins(root))
         self.assertEqual({'mode': 'monitor', 'backing': 'thp',
-                          'tlbi_scope': 'die', 'strict': 'true'},
+                          'tlbi_scope': 'die', 'strict': 'true',
+                          'prefault': 'false'},
                          self.policy_of(root))
 
 

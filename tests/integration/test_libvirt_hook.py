@@ -140,6 +140,7 @@ def test_driver_thp_vm(host, vm):
     name = 'tlbbit-thp'
     xml = driver_xml(name, {'tlbbalance:mode': 'balance',
                             'tlbbalance:backing': 'thp',
+                            'tlbbalance:prefault': 'true',
                             'tlbbalance:tlbi_scope': 'die'})
     assert "<allocation mode=\"immediate\"/>" in xml
     vm(name, xml)
@@ -171,8 +172,10 @@ def test_domain_apply_vm(host, vm, tmp_path):
     plain = tmp_path / 'plain.xml'
     plain.write_text(libvirthost.plain_domain(name, pins=PINS,
                                               cells=[129, 127]))
+    # pre-faulted (not the default): all its RAM huge within 10 s
     rc, xml, err = cli('domain', 'apply', '-s', 'mode=monitor',
-                       '-s', 'backing=thp', str(plain))
+                       '-s', 'backing=thp', '-s', 'prefault=true',
+                       str(plain))
     assert rc == 0, err
     assert 'tlbbalance:policy' in xml
     vm(name, xml)

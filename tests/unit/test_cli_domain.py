@@ -13,7 +13,8 @@ def test_apply(tmp_path, capsys):
     src.write_text(PLAIN)
     rc = cli.main(['domain', 'apply', '-s', 'mode=balance',
                    '-s', 'tlbbalance:backing=thp', '-s',
-                   'imbalance_threshold=30', '--huge-page-kib', '2048',
+                   'imbalance_threshold=30', '-s', 'prefault=true',
+                   '--huge-page-kib', '2048',
                    str(src)])
     out = capsys.readouterr().out
     assert rc == 0

@@ -32,7 +32,9 @@ def pinned(cpus, memory='1048576'):
 
 def apply(xml, **kw):
     kw.setdefault('huge_page_kib', 2048)
-    pol = kw.pop('policy', None) or Policy(mode='balance')
+    # pre-faulting (not the default since lazy THP met the boot goal):
+    # the most the plugin writes
+    pol = kw.pop('policy', None) or Policy(mode='balance', prefault=True)
     return etree.fromstring(gc.apply_to_domain_xml(xml, pol, **kw).encode())
 
 
@@ -77,7 +79,8 @@ def test_prefault_false_has_no_allocation():
 
 
 def test_prefault_false_removes_an_allocation_already_there():
-    once = gc.apply_to_domain_xml(PLAIN, Policy(mode='off'), 2048, True)
+    once = gc.apply_to_domain_xml(PLAIN, Policy(mode='off', prefault=True),
+                                  2048, True)
     assert '<allocation' in once
     lazy = gc.apply_to_domain_xml(once, Policy(mode='off', prefault=False),
                                   2048, True)
@@ -300,7 +303,8 @@ def test_this_hosts_topology_is_read_by_default():
 ])
 def test_malformed_domains(xml, match):
     with pytest.raises(ValueError, match=match):
-        gc.apply_to_domain_xml(xml, Policy(mode='off'), 2048, True)
+        gc.apply_to_domain_xml(xml, Policy(mode='off', prefault=True), 2048,
+                               True)
 
 
 def test_xml_declaration_accepted():
@@ -328,7 +332,8 @@ def test_migrating_restores_backing_keeps_memory_and_pins():
     # it booted with, <nosharepages/> only, the destination's pins.
     xml = pinned(['1', '4'], memory='1049600').replace(
         '<vcpu>', '<memoryBacking><nosharepages/></memoryBacking><vcpu>')
-    pol = Policy(mode='balance', tlbi_scope='die', strict=True)
+    pol = Policy(mode='balance', tlbi_scope='die', strict=True,
+                 prefault=True)
     root = apply(xml, policy=pol, topology=topo(TOPO), migrating=True,
                  allocation_threads=True)
     mb = root.find('memoryBacking')

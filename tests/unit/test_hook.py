@@ -444,7 +444,8 @@ def test_summary_line_is_quoted(fake, syslog):
 
 def test_startup_phases_import_what_they_use(fake, monkeypatch):
     """Each phase is a process on the critical path of `virsh start`:
-    prepare imports no RAM-map, topology or JSON code, nor socket.py."""
+    prepare imports no RAM-map, topology or JSON code, nor socket.py, nor
+    logging (rules logs only in nova-compute and verify)."""
     monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
     code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
             'rc = m.main(["vm1", "prepare", "begin", "-"], io.BytesIO(%r),'
@@ -454,7 +455,24 @@ def test_startup_phases_import_what_they_use(fake, monkeypatch):
                          check=True).stdout.split(' ', 1)
     assert out[0] == '0'
     for heavy in ('nova_tlbbalance.probes.memmap', 'json', 'socket',
-                  'nova_tlbbalance.probes.topology'):
+                  'nova_tlbbalance.probes.topology', 'logging',
+                  'threading'):
+        assert "'%s'" % heavy not in out[1], heavy
+
+
+def test_started_phase_imports_no_logging(fake, monkeypatch):
+    """started (on the critical path too) checks alignment through
+    rules: that needs no logging package."""
+    monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["vm1", "started", "begin", "-"], io.BytesIO(%r),'
+            ' io.BytesIO()); print(rc, sorted(sys.modules))' % domain())
+    out = subprocess.run([sys.executable, '-c', code],
+                         capture_output=True, text=True,
+                         check=True).stdout.split(' ', 1)
+    assert out[0] == '0'
+    assert "'nova_tlbbalance.rules'" in out[1]      # it did check
+    for heavy in ('logging', 'threading'):
         assert "'%s'" % heavy not in out[1], heavy
 
 

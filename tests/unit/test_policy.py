@@ -56,11 +56,24 @@ def test_full_policy_round_trip():
     assert Policy.from_extra_specs(p.to_extra_specs()) == p
 
 
-def test_prefault_defaults_true_and_is_left_out_of_the_xml():
+def test_prefault_defaults_false_and_is_written_out():
+    # The flavor default is lazy; in the XML an absent prefault means true
+    # (what every release before the attribute did), so false is written.
     p = Policy.from_extra_specs({'tlbbalance:mode': 'monitor'})
+    assert p.prefault is False
+    assert ET.fromstring(p.to_xml()).get('prefault') == 'false'
+    assert Policy.from_xml(p.to_xml()) == p
+    assert p.to_extra_specs()['tlbbalance:prefault'] == 'false'
+    assert Policy(mode='monitor').prefault is False
+
+
+def test_prefault_true_is_left_out_of_the_xml():
+    p = Policy.from_extra_specs({'tlbbalance:mode': 'monitor',
+                                 'tlbbalance:prefault': 'true'})
     assert p.prefault is True
-    # The default is not written: the XML stays what older readers parse.
+    # What older readers (before the attribute) parse, and read back
     assert 'prefault' not in p.to_xml()
+    assert Policy.from_xml(p.to_xml()) == p
     assert p.to_extra_specs()['tlbbalance:prefault'] == 'true'
 
 
@@ -104,8 +117,10 @@ def test_xml_uses_documented_prefix_and_def_order():
 
 def test_documented_example_parses():
     p = Policy.from_domain_xml(domain(doc_example()))
+    # no prefault attribute: pre-faulting (what it meant before the key)
     assert p == Policy(mode='balance', backing='thp', tlbi_scope='die',
-                       strict=False, params={'imbalance_threshold': 20})
+                       strict=False, prefault=True,
+                       params={'imbalance_threshold': 20})
 
 
 def test_unmanaged_domain():
@@ -233,7 +248,7 @@ def test_names_of_a_newer_release_are_ignored_and_named():
                '<t:param name="speed" value="3"/><t:other/>')
     p = Policy.from_domain_xml(xml)
     assert (p.mode, p.params) == ('balance', {'samples': 7})
-    assert p == Policy(mode='balance', params={'samples': 7})
+    assert p == Policy(mode='balance', prefault=True, params={'samples': 7})
     assert sorted((u.kind, u.name) for u in p.unknown) == [
         ('attribute', 'colour'), ('element', 'tlbbalance:other'),
         ('param', 'speed'), ('version', '2')]

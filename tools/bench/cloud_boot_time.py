@@ -12,9 +12,12 @@ backing, the hook's prepare and started phases), one without. Each round
 boots one server of each, in alternating order, one at a time, and deletes
 it; the figures are medians over the rounds, measured side by side in one
 run (the machine is shared and noisy). Both go through the same scheduler
-and compute hosts. The tagged server also pre-faults its RAM
-(``<allocation mode='immediate'>``): that is part of what the plugin does,
-so it is in the figure.
+and compute hosts. The tagged flavor sets nothing else, so it gets the
+defaults: since the prefault default turned false it does not pre-fault
+its RAM; ``--variant prefault=tlbbalance:mode=monitor,tlbbalance:prefault=
+true`` measures a flavor that does (``<allocation mode='immediate'>``).
+Without a cloud (no ``cloud.json`` under ``TLBB_CLOUD_DIR``, or nothing
+answering at its URL) it says so and exits 2.
 
 ``--variant NAME=KEY=VALUE[,KEY=VALUE...]`` (repeatable) adds flavors
 with other extra specs to the same rounds, e.g. where the time goes:
@@ -62,6 +65,26 @@ def boot_once(adm, flavor, image, name, timeout):
     return took
 
 
+def cloud_facts():
+    """cloud.json of the cloud in a box, or why there is no cloud to
+    measure (a sentence naming the file or the URL)."""
+    path = os.path.join(cloud.top_dir(), 'cloud.json')
+    try:
+        with open(path) as f:
+            facts = json.load(f)
+    except FileNotFoundError:
+        return ('no cloud: %s does not exist (start one with '
+                'tools/cloud/cloud.py up, with the same TLBB_CLOUD_DIR)'
+                % path)
+    except (OSError, ValueError) as exc:
+        return 'cannot read %s: %s' % (path, exc)
+    url = facts.get('auth_url') if isinstance(facts, dict) else None
+    if not url or not api.reachable(url):
+        return ('no cloud answers at %s (from %s): is it up? '
+                '(tools/cloud/cloud.py status)' % (url, path))
+    return facts
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--rounds', type=int, default=8)
@@ -79,8 +102,10 @@ def main(argv=None):
                                      for kv in specs.split(','))))
         except ValueError:
             p.error('--variant %r: NAME=KEY=VALUE[,KEY=VALUE...]' % v)
-    with open(os.path.join(cloud.top_dir(), 'cloud.json')) as f:
-        facts = json.load(f)
+    facts = cloud_facts()
+    if isinstance(facts, str):
+        sys.stderr.write('cloud_boot_time: %s\n' % facts)
+        return 2
     adm = api.Client(facts['auth_url'],
                      password=facts['admin']['password']).authenticate()
     image = facts['images']['tlbb-payload']

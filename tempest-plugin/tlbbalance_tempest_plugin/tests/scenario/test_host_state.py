@@ -16,7 +16,9 @@ class TaggedServerHostStateTest(base.TLBBalanceTest):
 
     @decorators.idempotent_id('8f7f2f3e-9a43-4a4f-9d4b-2a1a7c0e5b01')
     def test_tagged_server_xml_coverage_alignment(self):
-        flavor = self.tagged_flavor(mode='monitor')
+        # pre-faulted (tlbbalance:prefault=true, no longer the default):
+        # what an operator keeps who wants all guest RAM huge at ACTIVE
+        flavor = self.tagged_flavor(mode='monitor', prefault='true')
         server = self.boot(flavor)
         t_active = time.monotonic()
         host, domain = self.where(server['id'])
@@ -49,9 +51,10 @@ class TaggedServerHostStateTest(base.TLBBalanceTest):
 
     @decorators.idempotent_id('8f7f2f3e-9a43-4a4f-9d4b-2a1a7c0e5b04')
     def test_not_prefaulted_server_judged_on_resident_ram(self):
-        """tlbbalance:prefault=false: no <allocation>, the policy says
-        so, and verify judges the huge share of the resident RAM."""
-        flavor = self.tagged_flavor(mode='monitor', prefault='false')
+        """tlbbalance:prefault=false (the default): no <allocation>, the
+        policy says so, and verify judges the huge share of the resident
+        RAM."""
+        flavor = self.tagged_flavor(mode='monitor')
         server = self.boot(flavor)
         host, domain = self.where(server['id'])
         pol = self.assert_tagged(host, domain, 'monitor')
