@@ -419,7 +419,7 @@ static int tlbb_fmt_cpulist(char *page, int at, const struct cpumask *m)
 	return sysfs_emit_at(page, at, "%*pbl\n", cpumask_pr_args(m));
 }
 
-#define TLBB_STAT(name, kind, help)					\
+#define TLBB_STAT(name, kind, type, unit, help)				\
 static ssize_t tlbb_s_##name##_show(struct config_item *item, char *page) \
 {									\
 	struct tlbb_vm *vm = to_tlbb_vm(item);				\
@@ -451,7 +451,7 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 			   vm->pid ? pid_vnr(vm->pid) : 0, tlbb_allow_inject,
 			   vm->lim.last_err, vm->lim.stuck,
 			   tlbb_vm_nr_stages(vm));
-#define TLBB_STAT(name, kind, help)					\
+#define TLBB_STAT(name, kind, type, unit, help)				\
 	n += sysfs_emit_at(page, n, "%s ", #name);			\
 	n += tlbb_fmt_##kind(page, n, tlbb_get_##name(vm));
 #include "core/tlbb_stats.def"
@@ -484,7 +484,7 @@ static struct configfs_attribute *tlbb_vm_attrs[] = {
 #define TLBB_PARAM(name, def, min, max, unit, help) &tlbb_p_attr_##name,
 #include "core/tlbb_params.def"
 #undef TLBB_PARAM
-#define TLBB_STAT(name, kind, help) &tlbb_s_attr_##name,
+#define TLBB_STAT(name, kind, type, unit, help) &tlbb_s_attr_##name,
 #include "core/tlbb_stats.def"
 #undef TLBB_STAT
 	NULL,

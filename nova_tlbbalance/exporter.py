@@ -12,8 +12,9 @@ knows which report field becomes which metric:
   type, help and a function reading the value from the report;
 - :data:`STAT_METRICS`: the module's per-VM statistics, one entry per line
   of kernel-module/core/tlbb_stats.def (read through module_defs, which
-  gives their help text and kind): the metric name, its type and the
-  factor from the module's unit to the base unit. A text stat with a fixed
+  gives their kind, type, unit and help text): the metric name, and help
+  where it differs; the type and unit are the .def's (:data:`BASE_UNITS`
+  turns the module's unit into a base unit). A text stat with a fixed
   set of values (controller state, dominant group) is an enum-style gauge,
   one series per possible value, 1 for the current one (a state change
   moves a 1, it does not start a new series); CPU lists are counts of
@@ -159,48 +160,94 @@ VM_METRICS = (
 VERIFY_METRIC = Metric('tlbbalance_vm_verify_failures', GAUGE,
                        'reasons tlbbalance verify gives', None)
 
-Stat = collections.namedtuple('Stat', 'name type scale help unit',
-                              defaults=('',))
-Stat.__doc__ = """How a module statistic is exposed: metric ``name``,
-``type``, ``scale`` (module value x scale = base unit), ``help`` (None:
-the .def's) and ``unit``."""
+Stat = collections.namedtuple('Stat', 'name help', defaults=(None,))
+Stat.__doc__ = """How a module statistic is named: metric ``name`` and
+``help`` (None: the .def's). Its type and unit are tlbb_stats.def's
+columns (:func:`stat_metrics`)."""
 
 STAT_METRICS = {
-    'huge_pages': Stat('tlbbalance_huge_pages', GAUGE, 1, None),
-    'huge_limit': Stat('tlbbalance_huge_limit', GAUGE, 1, None),
-    'total_pages': Stat('tlbbalance_total_pages', GAUGE, 1, None),
-    'refills_huge': Stat('tlbbalance_refills_huge_last_tick', GAUGE, 1,
-                         None),
-    'refills_small': Stat('tlbbalance_refills_small_last_tick', GAUGE, 1,
-                          None),
-    'refills_huge_total': Stat('tlbbalance_refills_huge', COUNTER, 1,
-                               'huge-group refills since registration'),
-    'refills_small_total': Stat('tlbbalance_refills_small', COUNTER, 1,
-                                'small-group refills since registration'),
-    # the module prints permille with three decimals: /1000 -> ratio
-    'load': Stat('tlbbalance_load_ratio', GAUGE, 0.001,
+    'huge_pages': Stat('tlbbalance_huge_pages'),
+    'huge_limit': Stat('tlbbalance_huge_limit'),
+    'total_pages': Stat('tlbbalance_total_pages'),
+    'refills_huge': Stat('tlbbalance_refills_huge_last_tick'),
+    'refills_small': Stat('tlbbalance_refills_small_last_tick'),
+    'refills_huge_total': Stat('tlbbalance_refills_huge'),
+    'refills_small_total': Stat('tlbbalance_refills_small'),
+    # permille in the module, a ratio here (BASE_UNITS)
+    'load': Stat('tlbbalance_load_ratio',
                  'share of vCPU time estimated spent on refills in the '
-                 'last tick, 0-1', 'ratio'),
+                 'last tick, 0-1'),
     # not _count: Prometheus reserves it for histograms and summaries
-    'load_count': Stat('tlbbalance_load_sustain_ticks', GAUGE, 1,
+    'load_count': Stat('tlbbalance_load_sustain_ticks',
                        'sustain counter C_L: ticks the load has stayed '
                        'above its threshold'),
-    'imbalance': Stat('tlbbalance_imbalance', GAUGE, 1, None),
-    'dominant': Stat('tlbbalance_dominant_group', ENUM, None,
+    'imbalance': Stat('tlbbalance_imbalance'),
+    'dominant': Stat('tlbbalance_dominant_group',
                      'TLB group with the higher per-entry refill rate '
                      '(1 for the current one)'),
-    'state': Stat('tlbbalance_controller_state', ENUM, None,
+    'state': Stat('tlbbalance_controller_state',
                   'controller state (1 for the current one)'),
-    'splits': Stat('tlbbalance_splits', COUNTER, 1, None),
-    'restores': Stat('tlbbalance_restores', COUNTER, 1, None),
-    'ticks': Stat('tlbbalance_ticks', COUNTER, 1, None),
-    'backend': Stat('tlbbalance_backend', INFO, None, None),
-    'cpus_allowed': Stat('tlbbalance_cpus_allowed', COUNT, None,
+    'splits': Stat('tlbbalance_splits'),
+    'restores': Stat('tlbbalance_restores'),
+    'ticks': Stat('tlbbalance_ticks'),
+    'backend': Stat('tlbbalance_backend'),
+    'cpus_allowed': Stat('tlbbalance_cpus_allowed',
                          "CPUs in the union of the vCPU threads' allowed "
                          "CPUs (the TLBI scope DVMBM would use)"),
-    'cpus_ran': Stat('tlbbalance_cpus_ran', COUNT, None,
+    'cpus_ran': Stat('tlbbalance_cpus_ran',
                      'CPUs the vCPU threads were seen running on'),
 }
+
+# A unit of tlbb_stats.def -> (OpenMetrics unit, factor to it). Prometheus
+# wants base units (ratios 0-1, bytes, seconds); a count of pages, refills,
+# ticks or CPUs has none, so no unit ends its name.
+BASE_UNITS = {
+    'permille': ('ratio', 0.001),
+    'pages': ('', 1),
+    'refills': ('', 1),
+    'ticks': ('', 1),
+    'cpus': ('', 1),
+    'none': ('', 1),
+}
+
+StatMetric = collections.namedtuple('StatMetric',
+                                    'name type scale help unit')
+StatMetric.__doc__ = """A module statistic as exposed: metric ``name``,
+``type`` (GAUGE, COUNTER, INFO, ENUM or COUNT), ``scale`` (module value x
+scale = base unit), ``help`` and OpenMetrics ``unit``."""
+
+
+def stat_metric(stat):
+    """The :class:`StatMetric` of module_defs.Stat ``stat``: its name and
+    help from STAT_METRICS, its type and unit from tlbb_stats.def's
+    columns. A gauge of text (``str``) is an enum-style gauge over
+    ENUM_VALUES, a gauge of a CPU list the number of its CPUs. LookupError
+    naming the stat for what this table cannot expose."""
+    where = 'exporter: statistic %r of tlbb_stats.def' % stat.name
+    if stat.name not in STAT_METRICS:
+        raise LookupError('%s has no entry in STAT_METRICS' % where)
+    if stat.unit not in BASE_UNITS:
+        raise LookupError('%s: unit %r has no entry in BASE_UNITS'
+                          % (where, stat.unit))
+    sm = STAT_METRICS[stat.name]
+    unit, scale = BASE_UNITS[stat.unit]
+    typ = {'counter': COUNTER, 'gauge': GAUGE, 'info': INFO}[stat.type]
+    if typ == INFO:
+        if stat.kind != 'str':
+            raise LookupError('%s: an info metric is text, not %s'
+                              % (where, stat.kind))
+        unit, scale = '', None
+    elif stat.kind == 'str':
+        if typ != GAUGE or stat.name not in ENUM_VALUES:
+            raise LookupError('%s: a text %s needs its values in '
+                              'ENUM_VALUES' % (where, stat.type))
+        typ, unit, scale = ENUM, '', None
+    elif stat.kind == 'cpulist':
+        if typ != GAUGE:
+            raise LookupError('%s: a CPU list is a gauge of its CPUs, not '
+                              'a %s' % (where, stat.type))
+        typ, scale = COUNT, None
+    return StatMetric(sm.name, typ, scale, sm.help or stat.help, unit)
 
 
 def _family(name, typ, help_, labels, unit=''):
@@ -235,15 +282,9 @@ def _number(text, kind, scale):
 
 
 def stat_metrics():
-    """(module_defs.Stat, Stat) for every .def line, in .def order; a stat
-    the table does not know is an error naming it."""
-    out = []
-    for stat in module_defs.stats():
-        if stat.name not in STAT_METRICS:
-            raise LookupError('exporter: statistic %r of tlbb_stats.def has '
-                              'no entry in STAT_METRICS' % stat.name)
-        out.append((stat, STAT_METRICS[stat.name]))
-    return out
+    """(module_defs.Stat, StatMetric) for every .def line, in .def order;
+    a stat the tables cannot expose is an error naming it."""
+    return [(stat, stat_metric(stat)) for stat in module_defs.stats()]
 
 
 def _vm_labels(rep):
@@ -290,8 +331,7 @@ def families(host, reps, verdicts=None):
             labels = VM_LABELS + [label]
         else:
             labels = VM_LABELS
-        fam = _family(sm.name, sm.type, sm.help or stat.help, labels,
-                      sm.unit)
+        fam = _family(sm.name, sm.type, sm.help, labels, sm.unit)
         for vm, st in statuses:
             if not st or stat.name not in st:
                 continue

@@ -28,8 +28,13 @@ _CHOICE_RE = re.compile(
     r'^TLBB_CHOICE\((?P<param>\w+),\s*(?P<id>[A-Z_]+),\s*(?P<value>\d+),\s*'
     r'"(?P<name>[a-z]+)",\s*"(?P<help>[^"]*)"\)\s*$')
 _STAT_RE = re.compile(
-    r'^TLBB_STAT\((?P<name>\w+),\s*(?P<kind>u64|milli|str|cpulist),\s*'
-    r'"(?P<help>[^"]*)"\)\s*$')
+    r'^TLBB_STAT\((?P<name>\w+),\s*(?P<kind>\w+),\s*(?P<type>\w+),\s*'
+    r'(?P<unit>\w+),\s*"(?P<help>[^"]*)"\)\s*$')
+# tlbb_stats.def's columns: how the module prints a stat (kind), what a
+# monitoring system makes of it (type) and what it counts (unit)
+STAT_KINDS = ('u64', 'milli', 'str', 'cpulist')
+STAT_TYPES = ('counter', 'gauge', 'info')
+STAT_UNITS = ('pages', 'refills', 'ticks', 'cpus', 'permille', 'none')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +97,12 @@ class Param:
 
 @dataclasses.dataclass(frozen=True)
 class Stat:
+    """One per-VM statistic (tlbb_stats.def): ``kind`` how the module
+    prints it, ``type`` counter, gauge or info, ``unit`` what it counts."""
     name: str
     kind: str
+    type: str
+    unit: str
     help: str
 
 
@@ -160,7 +169,15 @@ def stats():
         m = _STAT_RE.match(ln)
         if not m:
             raise RuntimeError('tlbb_stats.def: cannot parse %r' % ln)
-        out.append(Stat(**m.groupdict()))
+        stat = Stat(**m.groupdict())
+        for column, allowed in (('kind', STAT_KINDS), ('type', STAT_TYPES),
+                                ('unit', STAT_UNITS)):
+            if getattr(stat, column) not in allowed:
+                raise RuntimeError(
+                    'tlbb_stats.def: %s: %s %r is not one of %s' % (
+                        stat.name, column, getattr(stat, column),
+                        ', '.join(allowed)))
+        out.append(stat)
     return tuple(out)
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""This checkout's root on sys.path: the tools import nova_tlbbalance (its
-standard-library helpers, e.g. ``nova_tlbbalance.wait``) from the tree
-they belong to, from any cwd, whether or not the package is installed.
+"""This checkout's root on sys.path: the tools import nova_tlbbalance from
+the tree they belong to, from any cwd, whether or not the package is
+installed.  tools/ itself, which the tools put on sys.path to import this,
+holds what they share with the tests and nothing ships: ``tlbbwait``.
 
 The one way for a tool: put ``tools/`` on sys.path and import this::
 

@@ -29,7 +29,7 @@ import sys
 # Directories of this repository whose files comments cite by path.
 TREE_DIRS = ('docs', 'tools', 'tests', 'kernel-module', 'tlbsim',
              'nova_tlbbalance', 'ansible', 'libvirt-hooks', 'etc',
-             'releasenotes', 'tlbbalance_tempest_plugin')
+             'releasenotes', 'tempest-plugin')
 # What a cited file's name ends with (a directory or a generated file,
 # e.g. tlbsim/build/tlbsim, is not checked).
 CITED_EXT = (r'(?:py|sh|c|h|md|rst|yml|yaml|def|txt|conf|sample|cfg|ini|png'

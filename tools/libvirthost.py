@@ -81,7 +81,7 @@ import subprocess
 import sys
 import time
 
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+from tlbbwait import WaitTimeout, wait_until
 
 NS_DIRS = ('/run/libvirt', '/var/lib/libvirt', '/var/cache/libvirt',
            '/var/log/libvirt', '/etc/libvirt')

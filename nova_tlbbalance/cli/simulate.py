@@ -87,7 +87,9 @@ def _plots():
     try:
         from nova_tlbbalance.simulate import plots
     except ImportError as exc:
-        raise engine.SimError('--plot needs matplotlib (%s)' % exc)
+        raise engine.SimError(
+            '--plot needs matplotlib, which the simulator\'s extra '
+            'installs: pip install \'nova-tlbbalance[sim]\' (%s)' % exc)
     return plots
 
 
@@ -101,6 +103,8 @@ def run(args):
     if args.jobs < 1:
         return _fail('--jobs must be at least 1')
     try:
+        if args.plot:
+            _plots()    # missing matplotlib said now, not after the runs
         if args.compare_split_orders:
             return _split_orders(args)
         if args.paper:

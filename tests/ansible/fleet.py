@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
                                 'tools'))
 
 from _repo import REPO  # noqa: E402  (the checkout on sys.path)
-from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
+from tlbbwait import WaitTimeout, wait_until  # noqa: E402
 
 PLAYBOOK = os.path.join(REPO, 'ansible', 'site.yml')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable),

@@ -69,7 +69,7 @@ import pytest
 import node as nodelib
 import scenario
 from kernels import boot
-from nova_tlbbalance.wait import wait_until
+from tlbbwait import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))

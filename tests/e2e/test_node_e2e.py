@@ -15,7 +15,7 @@ import time
 import pytest
 
 import scenario
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+from tlbbwait import WaitTimeout, wait_until
 
 MIB = 1024 * 1024
 VM = 'e2e-balance'

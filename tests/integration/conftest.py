@@ -23,7 +23,7 @@ with open(os.path.join(REPO, 'docs', 'schemas',
 sys.path.insert(0, os.path.join(REPO, 'tools'))
 
 import libvirthost  # noqa: E402
-from nova_tlbbalance.wait import WaitTimeout, wait_until  # noqa: E402
+from tlbbwait import WaitTimeout, wait_until  # noqa: E402
 
 HOOK_TIMEOUT = 5.0
 HUGEPAGES = 80          # 2 MiB pages added to the host pool for the session

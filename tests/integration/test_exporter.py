@@ -21,7 +21,7 @@ import urllib.request
 from prometheus_client import parser as prom_parser
 import pytest
 
-from nova_tlbbalance.wait import wait_until
+from tlbbwait import wait_until
 from .conftest import cli_argv, libvirthost
 from .test_libvirt_hook import PINS, driver_xml
 

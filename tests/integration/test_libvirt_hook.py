@@ -29,7 +29,7 @@ from nova_tlbbalance import modclient
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import proc
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+from tlbbwait import WaitTimeout, wait_until
 from .conftest import HOOK_TIMEOUT, cli, cli_argv, hook_records, \
     libvirthost, status_of, wait_hook
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from nova_tlbbalance.wait import wait_until
+from tlbbwait import wait_until
 
 from .conftest import libvirthost, new_host
 

@@ -83,6 +83,10 @@ def test_python_package(debs):
     # nova's own packages stay python3-nova's
     assert not files & {site + 'nova/__init__.py',
                         site + 'nova/virt/__init__.py'}
+    # what compute hosts run only: no tempest plugin (a distribution of
+    # its own, tempest-plugin/), no test-only code (tools/tlbbwait.py)
+    assert not [f for f in files if 'tempest' in f or
+                os.path.basename(f).startswith('wait')], sorted(files)
     depends = field(deb, 'Depends')
     for dep in ('python3-lxml', 'python3-oslo.config',
                 'python3-prometheus-client'):

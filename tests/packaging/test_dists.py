@@ -130,8 +130,7 @@ def test_wheel_contents(dists):
     assert {dist_info + '/licenses/LICENSE',
             dist_info + '/licenses/kernel-module/COPYING',
             'nova_tlbbalance/cli/__init__.py',
-            'nova/virt/tlbbalance/__init__.py',
-            'tlbbalance_tempest_plugin/plugin.py'} <= names
+            'nova/virt/tlbbalance/__init__.py'} <= names
     # nova's own packages are nova's
     assert not names & {'nova/__init__.py', 'nova/virt/__init__.py'}
     # the kernel module and the tree's tools are in the sdist only
@@ -142,6 +141,79 @@ def test_wheel_contents(dists):
     assert hook.startswith(b'#!')
     assert meta['Version'] == VERSION
     assert meta['License-Expression'] == 'Apache-2.0 AND GPL-2.0-only'
+
+
+def test_wheel_holds_what_compute_hosts_run(dists):
+    """What operators install on compute hosts: no test-only code (the
+    tools' and tests' bounded poll is tools/tlbbwait.py), no tempest
+    plugin (its own distribution, below), the simulator front end as code
+    whose dependencies only its extra brings (docs/simulator.md)."""
+    dist_info = '%s.dist-info' % NAME
+    with zipfile.ZipFile(dists[1]) as whl:
+        names = set(whl.namelist())
+        meta = email.message_from_bytes(whl.read(dist_info + '/METADATA'))
+        entry_points = whl.read(dist_info + '/entry_points.txt').decode()
+    assert not [n for n in names if 'wait' in n.rsplit('/', 1)[-1]], names
+    assert not [n for n in names if 'tempest' in n], sorted(names)
+    assert 'tempest' not in entry_points
+    assert 'nova_tlbbalance/simulate/engine.py' in names
+    assert meta.get_all('Provides-Extra') == ['sim', 'plot']
+    requires = meta.get_all('Requires-Dist')
+    assert 'matplotlib>=3.7; extra == "sim"' in requires, requires
+    # the base install needs nothing of the simulator's
+    assert not [r for r in requires
+                if 'matplotlib' in r and 'extra ==' not in r], requires
+
+
+PLUGIN = 'nova_tlbbalance_tempest_plugin-%s' % VERSION
+
+
+@pytest.fixture(scope='module')
+def plugin_dists(tmp_path_factory):
+    """The tempest plugin's own sdist and wheel (tempest-plugin/; the
+    wheel built from the sdist)."""
+    out = tmp_path_factory.mktemp('plugin-dist')
+    run([sys.executable, '-m', 'build', '--outdir', str(out),
+         os.path.join(TOP, 'tempest-plugin')], BUILD_TIMEOUT)
+    sdist = out / ('%s.tar.gz' % PLUGIN)
+    wheel = out / ('%s-py3-none-any.whl' % PLUGIN)
+    assert sorted(os.listdir(out)) == sorted([sdist.name, wheel.name])
+    return str(sdist), str(wheel)
+
+
+def test_tempest_plugin_is_its_own_distribution(plugin_dists):
+    out = run([sys.executable, '-m', 'twine', 'check', '--strict'] +
+              list(plugin_dists), 120)
+    assert out.count('PASSED') == 2, out
+    with tarfile.open(plugin_dists[0]) as tar:
+        members = {m.name[len(PLUGIN) + 1:] for m in tar.getmembers()
+                   if not m.isdir()}
+    plugin_tree = {f[len('tempest-plugin/'):] for f in tree_files()
+                   if f.startswith('tempest-plugin/')}
+    generated = {m for m in members if m == 'PKG-INFO' or
+                 m.startswith('nova_tlbbalance_tempest_plugin.egg-info/')}
+    assert members - generated == plugin_tree, sorted(
+        (members - generated) ^ plugin_tree)
+    dist_info = '%s.dist-info' % PLUGIN
+    with zipfile.ZipFile(plugin_dists[1]) as whl:
+        names = set(whl.namelist())
+        meta = email.message_from_bytes(whl.read(dist_info + '/METADATA'))
+        entry_points = whl.read(dist_info + '/entry_points.txt').decode()
+        licence = whl.read(dist_info + '/licenses/LICENSE').decode()
+    assert {'tlbbalance_tempest_plugin/plugin.py',
+            'tlbbalance_tempest_plugin/hosts.py',
+            'tlbbalance_tempest_plugin/tests/scenario/test_module.py'} <= names
+    assert not [n for n in names if n.startswith('nova_tlbbalance/')]
+    assert ('tlbbalance = tlbbalance_tempest_plugin.plugin:'
+            'TLBBalanceTempestPlugin') in entry_points
+    assert '[tempest.test_plugins]' in entry_points
+    assert meta['Name'] == 'nova-tlbbalance-tempest-plugin'
+    assert meta['Version'] == VERSION
+    assert meta['License-Expression'] == 'Apache-2.0'
+    assert sorted(meta.get_all('Requires-Dist')) == ['nova-tlbbalance',
+                                                     'tempest']
+    with open(os.path.join(TOP, 'LICENSE')) as f:
+        assert licence == f.read()
 
 
 def test_wheel_in_a_fresh_venv(dists, tmp_path):

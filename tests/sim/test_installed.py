@@ -23,7 +23,7 @@ from conftest import REPO
 # What the wheel is built from (setup.cfg's packages and data files).
 WHEEL_SOURCES = ('setup.cfg', 'pyproject.toml', 'README.md',
                  'requirements.txt', 'nova_tlbbalance', 'nova',
-                 'tlbbalance_tempest_plugin', 'libvirt-hooks')
+                 'libvirt-hooks')
 RUN = ('simulate', '--workload', 'seq:size=256M,stride=16K',
        '--accesses', '1e6', '--json')
 

@@ -35,7 +35,7 @@ from nova_tlbbalance import exporter
 from nova_tlbbalance import exporter_http
 from nova_tlbbalance.probes import libvirt_conn
 from nova_tlbbalance.probes import vmreport
-from nova_tlbbalance.wait import wait_until
+from tlbbwait import wait_until
 
 import test_probes_vmreport as tp
 

@@ -52,10 +52,15 @@ def test_no_tool_puts_the_checkout_on_sys_path_itself():
     (['tools/demo/demo.py', '--help'], 'usage: demo.py'),
     (['-c', 'import sys; sys.path.insert(0, %r); import node, scenario; '
       'print(scenario.wait_until.__module__)'
-      % os.path.join(TOP, 'tools', 'node')], 'nova_tlbbalance.wait'),
+      % os.path.join(TOP, 'tools', 'node')], 'tlbbwait'),
+    # in the node: tools/node's agent and relay import vport, which finds
+    # tools/ itself (the node's tlbb-node.pth names the checkout only)
+    (['-c', 'import sys; sys.path.insert(0, %r); import vport; '
+      'print(vport.wait_until.__module__)'
+      % os.path.join(TOP, 'tools', 'node')], 'tlbbwait'),
     (['-c', 'import sys; sys.path.insert(0, %r); import procs; '
       'print(procs.wait_until.__module__)'
-      % os.path.join(TOP, 'tools', 'cloud')], 'nova_tlbbalance.wait'),
+      % os.path.join(TOP, 'tools', 'cloud')], 'tlbbwait'),
 ])
 def test_tools_run_from_any_cwd(tmp_path, argv, want):
     if not argv[0].startswith('-'):

@@ -261,6 +261,60 @@ def test_exporter_table_covers_every_module_stat(monkeypatch):
         exporter.render(HOST, [GOOD])
 
 
+def test_stat_types_and_units_come_from_the_def(monkeypatch):
+    """tlbb_stats.def's type and unit columns decide the metric's type and
+    unit: the exporter restates neither. A stat made a gauge in the table
+    (here: splits) is exposed as one; a unit the exporter has no base unit
+    for is an error naming the stat."""
+    stats = {s.name: s for s in module_defs.stats()}
+    assert (stats['splits'].type, stats['splits'].unit) == ('counter',
+                                                            'pages')
+    assert (stats['load'].type, stats['load'].unit) == ('gauge', 'permille')
+    assert stats['backend'].type == 'info'
+    rep = copy.deepcopy(GOOD)
+    rep.module.status = FULL_STATUS
+
+    def families():
+        reg = exporter.registry(lambda: (HOST, [rep], {'vm1': []}))
+        return _families(om_exposition.generate_latest(reg).decode(),
+                         om_parser)
+    fams = families()
+    for stat, sm in exporter.stat_metrics():
+        want = {'counter': 'counter', 'gauge': 'gauge',
+                'info': 'info'}[stat.type]
+        assert fams[sm.name].type == want, stat.name
+    assert fams['tlbbalance_load_ratio'].unit == 'ratio'
+    assert fams['tlbbalance_splits'].type == 'counter'
+
+    def with_splits(**columns):
+        table = tuple(dataclasses.replace(s, **columns)
+                      if s.name == 'splits' else s
+                      for s in module_defs.stats())
+        monkeypatch.setattr(module_defs, 'stats', lambda: table)
+    with_splits(type='gauge')
+    assert families()['tlbbalance_splits'].type == 'gauge'
+    with_splits(unit='furlongs')
+    with pytest.raises(LookupError, match="'splits' of tlbb_stats.def: "
+                                          "unit 'furlongs'"):
+        exporter.render(HOST, [rep])
+
+
+def test_stats_def_columns_checked(monkeypatch):
+    """A type or unit tlbb_stats.def does not define is an error naming
+    the stat and the column, not a metric of a made-up type."""
+    good = module_defs._lines('tlbb_stats.def')
+    for bad, column in (('TLBB_STAT(splits, u64, rate, pages, "x")', 'type'),
+                        ('TLBB_STAT(splits, u64, counter, furlongs, "x")',
+                         'unit'),
+                        ('TLBB_STAT(splits, u32, counter, pages, "x")',
+                         'kind')):
+        monkeypatch.setattr(module_defs, '_lines',
+                            lambda name, bad=bad: good + [bad])
+        with pytest.raises(RuntimeError,
+                           match=r'tlbb_stats.def: splits: %s ' % column):
+            module_defs.stats.__wrapped__()
+
+
 def test_state_change_keeps_the_same_series():
     """A controller state change moves the 1 between series of one
     family; it does not start a new series (as the info metric did)."""

@@ -39,6 +39,8 @@ RESTATED = (
     ('ansible/roles/tlbbalance/meta/argument_specs.yml',
      r'^        default: "(\d+\.\d+\.\d+)"$'),
     ('ansible/galaxy.yml', r'^version: (\S+)$'),
+    # the tempest plugin, a distribution of its own (docs/tempest.md)
+    ('tempest-plugin/setup.cfg', r'^version = (\S+)$'),
     ('ansible/inventory.example.yml',
      r'^\s+tlbbalance_module_version: "([^"]*)"$'),
     ('ansible/inventory.example.yml',

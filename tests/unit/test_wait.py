@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""nova_tlbbalance.wait.wait_until: the one bounded poll (real clock)."""
+"""tlbbwait.wait_until (tools/tlbbwait.py): the one bounded poll the tools and
+tests share (real clock)."""
 
 import time
 
 import pytest
 
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+from tlbbwait import WaitTimeout, wait_until
 
 
 def test_returns_the_first_true_answer():

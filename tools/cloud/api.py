@@ -10,7 +10,7 @@ import json
 import urllib.error
 import urllib.request
 
-import procs  # its wait_until (nova_tlbbalance.wait)
+import procs  # its wait_until (tlbbwait)
 
 
 class ApiError(Exception):

@@ -101,7 +101,8 @@ def _stamp():
 def ensure_venv():
     """The services' virtualenv: nova, placement, keystone, glance,
     neutron, tempest, uWSGI... pinned by constraints.txt; remade when the
-    requirements or pins change. Then this checkout's package into it."""
+    requirements or pins change. Then this checkout's package and its
+    tempest plugin into it."""
     stamp = os.path.join(VENV, '.tlbb-stamp')
     want = _stamp()
     t0 = time.monotonic()
@@ -115,12 +116,17 @@ def ensure_venv():
                   timeout=1800)
         with open(stamp, 'w') as f:
             f.write(want)
-    had_build = os.path.exists(os.path.join(REPO, 'build'))
-    procs.run([os.path.join(VENV, 'bin', 'pip'), 'install', '-q',
-               '--no-deps', '--force-reinstall', REPO],
-              'pip install this checkout', timeout=600)
-    if not had_build:   # setuptools leaves build/ in the checkout
-        shutil.rmtree(os.path.join(REPO, 'build'), ignore_errors=True)
+    # the package, then the tempest plugin, a distribution of its own
+    # (docs/tempest.md)
+    for src, what in ((REPO, 'this checkout'),
+                      (os.path.join(REPO, 'tempest-plugin'),
+                       'the tempest plugin (tempest-plugin/)')):
+        had_build = os.path.exists(os.path.join(src, 'build'))
+        procs.run([os.path.join(VENV, 'bin', 'pip'), 'install', '-q',
+                   '--no-deps', '--force-reinstall', src],
+                  'pip install %s' % what, timeout=600)
+        if not had_build:   # setuptools leaves build/ in the source
+            shutil.rmtree(os.path.join(src, 'build'), ignore_errors=True)
     say('virtualenv ready (%.0f s)' % (time.monotonic() - t0))
 
 

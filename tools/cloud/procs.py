@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))    # tools/
 
 import _repo  # noqa: E402,F401  (the checkout on sys.path)
-from nova_tlbbalance.wait import wait_until, WaitTimeout  # noqa: E402
+from tlbbwait import wait_until, WaitTimeout  # noqa: E402
 
 
 class CloudError(Exception):
@@ -190,7 +190,7 @@ def wait_for(what, probe, timeout, interval=0.25, on_wait=None):
     ``on_wait()`` runs between polls (e.g. to check the daemon the wait
     is for is still alive, so a dead one fails at once, not at timeout).
     A probe's exception counts as "not yet"; a timeout is a CloudError
-    naming what and the last error (nova_tlbbalance.wait.wait_until).
+    naming what and the last error (tlbbwait.wait_until).
     """
     return wait_until(what, probe, timeout, interval, retry_on=Exception,
                       on_wait=on_wait, error=CloudError)

@@ -9,8 +9,10 @@
    refused, a server booted and checked on its host (first_hour.py);
 2. a tempest workspace whose tempest.conf describes that cloud, with
    ``[tlbbalance] host_access = local``;
-3. ``tempest run``: this repository's plugin (tlbbalance_tempest_plugin)
-   and a slice of tempest's own compute API tests;
+3. ``tempest run``: this repository's plugin (tlbbalance_tempest_plugin,
+   its own distribution in tempest-plugin/, which cloud.py installs into
+   the cloud's virtualenv) and a slice of tempest's own compute API
+   tests;
 4. a watchdog (watchdog.py) beside it: a process of the cloud that dies
    mid-run (a service, a libvirtd, the kvm host's node) stops the run
    within seconds, named, with the end of its log; the same check once

@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(HERE))    # tools/
 
 from _repo import REPO  # noqa: E402  (the checkout on sys.path)
 from kernels import boot  # noqa: E402  (the one boot stack)
-from nova_tlbbalance.wait import wait_until  # noqa: E402
+from tlbbwait import wait_until  # noqa: E402
 CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.

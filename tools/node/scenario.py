@@ -17,7 +17,7 @@ import subprocess
 import guestxml
 
 from _repo import REPO  # node.py, imported first, put tools/ on sys.path
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+from tlbbwait import WaitTimeout, wait_until
 CONFIGFS = '/sys/kernel/config/tlbbalance'
 INJECT = '/sys/kernel/debug/tlbbalance/inject'
 

@@ -4,9 +4,13 @@ relay.py: both run inside the node with Debian's python3, the working tree
 at its own path)."""
 
 import glob
+import os
+import sys
 
-# in the node: on Debian's python3 path (node-init.sh, tlbb-node.pth)
-from nova_tlbbalance.wait import WaitTimeout, wait_until
+# tools/, for tlbbwait (in the node the working tree is on Debian's python3
+# path, node-init.sh's tlbb-node.pth; tools/ is not)
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tlbbwait import WaitTimeout, wait_until  # noqa: E402
 
 
 def find_port(name, who, timeout=10, interval=0.1):

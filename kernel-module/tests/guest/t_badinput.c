@@ -368,7 +368,7 @@ static void test_readonly(void)
 {
 	int n = 0, err;
 
-#define TLBB_STAT(name, kind, help)					\
+#define TLBB_STAT(name, kind, type, unit, help)				\
 	err = tlbb_set(VM, #name, "1\n");				\
 	if (!err) {							\
 		tap_diag("write to read-only %s succeeded", #name);	\

@@ -94,7 +94,7 @@ static void test_attributes(void)
 #undef TLBB_PARAM
 	tap_ok(!bad, "every parameter of tlbb_params.def reads its default");
 	bad = 0;
-#define TLBB_STAT(name, kind, help)					\
+#define TLBB_STAT(name, kind, type, unit, help)				\
 	if (tlbb_get("lc-attrs", #name, buf, sizeof(buf)) < 0 ||	\
 	    tlbb_status("lc-attrs", #name, st, sizeof(st))) {		\
 		tap_diag("stat %s missing (attribute or status)", #name); \

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """One bounded poll: ``wait_until(what, probe, timeout, interval)``.
 
-Used by the tools (tools/cloud, tools/node, tools/libvirthost.py), the
-tests and the tempest plugin (shipped in this same distribution, so it
-imports this module rather than keeping a copy).  The standard library
-only: tools/node runs it under any python3 on the repo's path.
+Used by the tools (tools/cloud, tools/node, tools/libvirthost.py) and
+the tests; not shipped: operators' compute hosts never poll with it, so it
+lives beside the tools rather than in nova_tlbbalance.  Importable as
+``tlbbwait`` with tools/ on sys.path: every tool puts it there
+(tools/_repo.py), tests/conftest.py does for the tests, tools/node/vport.py
+inside the node.  The tempest plugin, a distribution of its own
+(tempest-plugin/), polls with tempest's own ``call_until_true``.  The
+standard library only: tools/node runs it under any python3.
 """
 
 import time

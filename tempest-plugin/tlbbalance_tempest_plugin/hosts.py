@@ -21,8 +21,7 @@ import shlex
 
 from oslo_log import log as logging
 from tempest import config
-
-from nova_tlbbalance import wait
+from tempest.lib.common.utils import test_utils
 from tlbbalance_tempest_plugin.access import HostAccess  # noqa: F401
 from tlbbalance_tempest_plugin.access import HostCommandFailed  # noqa: F401
 from tlbbalance_tempest_plugin.access import LocalHost
@@ -70,7 +69,17 @@ def for_host(name):
 def wait_until(what, probe, timeout, interval=1.0):
     """Poll probe() until it returns a true value; that value. On timeout
     an AssertionError (a test failure) says what was waited for and the
-    last value: nova_tlbbalance.wait.wait_until, which this distribution
-    ships beside the plugin."""
-    return wait.wait_until(what, probe, timeout, interval,
-                           error=AssertionError)
+    last value.  The polling is tempest's own call_until_true (this
+    plugin is a distribution of its own; the repository's tools and tests
+    share tools/tlbbwait.py, which it does not ship)."""
+    got = []
+
+    def kept():
+        got[:] = [probe()]
+        return got[0]
+
+    if not test_utils.call_until_true(kept, timeout, interval):
+        raise AssertionError('timed out after %g s waiting until %s '
+                             '(last answer: %r)'
+                             % (timeout, what, got[0] if got else None))
+    return got[0]
