@@ -18,11 +18,17 @@ included, is the product's code unchanged. (docs/cloud.md, "Live
 migration".)
 """
 
+import os
 import sys
 import types
 
+# run as a script, its directory comes first on sys.path: tools/cloud's
+# openstack.py would shadow the openstack SDK nova imports
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or '.') != _HERE]
+
 # nova's own entry point first: its start-up order (monkey patching)
-from nova.cmd.compute import main
+from nova.cmd.compute import main  # noqa: E402
 
 MODULE = 'nova.virt.tlbbalance_box'   # compute_driver tlbbalance_box.*
 

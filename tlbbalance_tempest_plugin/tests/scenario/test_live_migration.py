@@ -95,8 +95,8 @@ class LiveMigrationTest(base.TLBBalanceTest):
             pct = self._coverage(dst, domain)
             return pct if pct >= want else None
         hosts.wait_until(
-            'THP coverage >= %.1f %% of %s on %s' % (want, domain,
-                                                      dst.name),
+            'THP coverage >= %.1f %% of %s on %s'
+            % (want, domain, dst.name),
             covered, max(1, bound - (time.monotonic() - t_active)),
             interval=0.5)
         reached_s = time.monotonic() - t_active
