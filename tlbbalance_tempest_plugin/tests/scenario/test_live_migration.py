@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """A real live migration of a tagged THP server between two compute
-hosts, asserted on both hosts (issue 26, item 3).
+hosts, asserted on both hosts (docs/cloud.md, "Live migration").
 
 On the destination: the THP backing in the live XML, THP coverage of the
 guest RAM >= ``[tlbbalance] thp_coverage_min`` within
