@@ -180,13 +180,31 @@ def _read_pidfile(path, timeout=PIDFILE_WAIT):
                       retry_on=(OSError, ValueError), error=RuntimeError)
 
 
+def _conf_value(v):
+    """A value in libvirt's configuration syntax (qemu.conf)."""
+    if isinstance(v, bool):
+        return '1' if v else '0'
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str) and '"' not in v and '\n' not in v:
+        return '"%s"' % v
+    raise ValueError('qemu.conf value %r: an int, a bool or a string '
+                     'without quotes' % (v,))
+
+
 class LibvirtHost:
     """virtlogd + libvirtd in a private mount namespace (see module doc)."""
 
     def __init__(self, workdir, hook=True, hook_settings=None,
-                 hugepages=0, python=None, cache_dir=None, hostname=None):
+                 hugepages=0, python=None, cache_dir=None, hostname=None,
+                 host_uuid=None, qemu_conf=None):
         self.workdir = os.path.abspath(workdir)
         self.hostname = hostname    # set: a UTS namespace with this name
+        # libvirtd.conf host_uuid: libvirt refuses to migrate to a host
+        # with its own UUID (by default the machine's SMBIOS one, the
+        # same for every LibvirtHost on this machine)
+        self.host_uuid = host_uuid
+        self.qemu_conf = dict(qemu_conf or {})  # more qemu.conf settings
         self.hook = hook
         self.hook_settings = dict(hook_settings or {})
         self.hugepages = hugepages
@@ -269,7 +287,8 @@ class LibvirtHost:
         conf = os.path.join(etc, 'qemu.conf')
         with open(conf) as f:
             lines = [ln for ln in f if not ln.lstrip().startswith(
-                ('hugetlbfs_mount', 'user', 'group'))]
+                ('hugetlbfs_mount', 'user', 'group') +
+                tuple(self.qemu_conf))]
         # QEMU as root: /dev/kvm here is root-only (PVM,
         # docs/design/platform.md#virtualization), so
         # for the default user libvirt finds KVM "not available now" while
@@ -280,6 +299,19 @@ class LibvirtHost:
         if self.hugepages:
             lines.append('\n# LibvirtHost: private hugetlbfs\n'
                          'hugetlbfs_mount = "%s"\n' % HUGETLBFS_IN_NS)
+        if self.qemu_conf:
+            lines.append('\n# LibvirtHost: qemu_conf=\n' + ''.join(
+                '%s = %s\n' % (k, _conf_value(v))
+                for k, v in sorted(self.qemu_conf.items())))
+        with open(conf, 'w') as f:
+            f.writelines(lines)
+        conf = os.path.join(etc, 'libvirtd.conf')
+        with open(conf) as f:
+            lines = [ln for ln in f
+                     if not ln.lstrip().startswith('host_uuid')]
+        if self.host_uuid:
+            lines.append('\n# LibvirtHost: a host UUID of its own\n'
+                         'host_uuid = "%s"\n' % self.host_uuid)
         with open(conf, 'w') as f:
             f.writelines(lines)
 

@@ -15,6 +15,7 @@ root and no sudo.
 """
 
 import json
+import os
 import shlex
 import subprocess
 
@@ -110,6 +111,21 @@ class HostAccess:
         """A world-readable file on the host (sysfs, /proc): no root."""
         return self.check(['cat', path], root=False)
 
+    def libvirt_run_files(self, domain):
+        """libvirt's files of a running domain in its run directory
+        (``<domain>.xml``, ``.pid``, the monitor's socket directory...):
+        none once the domain is gone from this host."""
+        out = self.check(['ls', '-A', '/run/libvirt/qemu'])
+        return sorted(n for n in out.split()
+                      if n.startswith(domain + '.') or n.endswith(
+                          '-' + domain))
+
+    def hook_state_files(self, domain):
+        """The hook's per-domain files in its state_dir (the lock of a
+        background phase): none once the domain left. None: the
+        state_dir is not known over this access."""
+        return None
+
 
 class LocalHost(HostAccess):
     """A compute host of the cloud in a box (tools/cloud)."""
@@ -121,6 +137,14 @@ class LocalHost(HostAccess):
         self.cli = [facts['venv'] + '/bin/tlbbalance']
         self.hugetlbfs_mount = host['hugetlbfs']
         self.hook_log = host.get('hook_log')
+        self.hook_state = host.get('hook_state')
+
+    def hook_state_files(self, domain):
+        if not self.hook_state:
+            return None
+        from nova_tlbbalance.hook import detach
+        path = detach.lock_path(self.hook_state, domain)
+        return [path] if os.path.exists(path) else []
 
     def run(self, argv, timeout=120, root=True):
         # the box's hosts are entered as root (no sudo there)

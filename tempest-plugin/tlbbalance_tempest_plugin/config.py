@@ -58,6 +58,15 @@ opts = [
     cfg.IntOpt('thp_coverage_timeout', default=10,
                help='Seconds after ACTIVE within which the coverage must '
                     'be reached.'),
+    cfg.ListOpt('live_migration_hosts', default=[],
+                help='Compute hosts the live-migration test moves a server '
+                     'between (the first two listed; they must be able to '
+                     'live-migrate to each other). Empty: the test skips. '
+                     'The cloud in a box names its two fast hosts.'),
+    cfg.IntOpt('live_migration_timeout', default=180,
+               help='Seconds a live migration of the test\'s small server '
+                    'may take, from the API call to ACTIVE on the '
+                    'destination.'),
     cfg.IntOpt('host_check_timeout', default=60,
                help='Seconds a host-side check (registration gone after '
                     'delete, the XML after a resize) may take to follow '

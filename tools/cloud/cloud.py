@@ -301,7 +301,8 @@ def up(args):
     hosts = [computehost.ComputeHost(
         lay, 'tlbb-fast-%d' % (i + 1),
         caps_cache=os.path.join(CACHE, 'libvirt-capabilities'),
-        hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')))
+        hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')),
+        index=i)
         for i in range(nhosts)]
     kvm = os.environ.get('TLBB_CLOUD_KVM_HOST', '1')
     if kvm not in ('0', '1'):

@@ -14,25 +14,34 @@ by pid from another process.
 
 import os
 import subprocess
+import uuid
 
 import configs
 import libvirthost
 
 
+BOX_COMPUTE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'box_compute.py')
+
+
 class ComputeHost:
     kind = 'fast'
 
-    def __init__(self, lay, name, caps_cache, hugepages):
+    def __init__(self, lay, name, caps_cache, hugepages, index=0):
         self.lay = lay
         self.name = name
         self.top = lay.path('hosts', name)
         self.hook_log = os.path.join(self.top, 'hook.jsonl')
+        self.hook_state = os.path.join(self.top, 'hook-state')
         self.lh = libvirthost.LibvirtHost(
             self.top, hook=True, hugepages=hugepages,
             python=lay.bin('python'), cache_dir=caps_cache, hostname=name,
+            # live migration between the fast hosts (docs/cloud.md): a
+            # host UUID each, QEMU's incoming streams on ports of its own
+            host_uuid=host_uuid(self.top),
+            qemu_conf=configs.qemu_migration(lay, index),
             hook_settings={'log_file': self.hook_log, 'syslog': '',
-                           'state_dir': os.path.join(self.top,
-                                                     'hook-state')})
+                           'state_dir': self.hook_state})
 
     @property
     def conf(self):
@@ -46,11 +55,15 @@ class ComputeHost:
 
     def start_nova_compute(self, instances, provider_dir):
         configs.write(self.conf, configs.nova_compute(
-            self.lay, self.name, instances, self.lh.uri, provider_dir))
+            self.lay, self.name, instances, self.lh.uri, provider_dir,
+            driver=configs.BOX_DRIVER))
         os.makedirs(self.lay.path('data', 'nova-' + self.name),
                     exist_ok=True)
+        # nova-compute with the plugin's driver and one flag for live
+        # migrations between hosts of one machine (box_compute.py)
         self.lh.spawn('nova-compute', [
-            self.lay.bin('nova-compute'), '--config-file', self.conf],
+            self.lay.bin('python'), BOX_COMPUTE, '--config-file',
+            self.conf],
             self.lay.log('nova-compute-%s-stdout' % self.name))
 
     def alive(self):
@@ -67,6 +80,7 @@ class ComputeHost:
         """What a client needs to reach this host (cloud.json)."""
         return {'name': self.name, 'kind': self.kind, 'uri': self.lh.uri,
                 'exec': self.lh.ns_prefix(), 'hook_log': self.hook_log,
+                'hook_state': self.hook_state,
                 'hugetlbfs': libvirthost.HUGETLBFS_IN_NS}
 
     def state(self):
@@ -75,6 +89,12 @@ class ComputeHost:
 
     def stop(self):
         self.lh.stop()
+
+
+def host_uuid(top):
+    """libvirt's host UUID of the host kept in ``top``: one per host
+    and cloud directory, the same at every start."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, 'file://' + top))
 
 
 def domains(uri):

@@ -38,7 +38,14 @@ PORTS = {
     'neutron': 14,
     # the fast hosts' sshds (sshaccess.py), each on its own 127.1.0.N
     'ssh': 15,
+    # QEMU's incoming live-migration streams: MIGRATION_PORTS ports per
+    # fast host from here (qemu_migration), host i from +20 + i * 4
+    'migration': 20,
 }
+# Ports of one host's incoming migrations (libvirt's migration_port_min
+# to _max): a live migration takes one while it runs (two at once into
+# one host need two).
+MIGRATION_PORTS = 4
 
 DATABASES = ('keystone', 'placement', 'glance', 'nova_api', 'nova',
              'nova_cell0', 'neutron')
@@ -329,7 +336,55 @@ def nova(lay):
     return c
 
 
-def nova_compute(lay, host, instances, libvirt_uri, provider_dir):
+def libvirt_sock(lay, host):
+    """The libvirtd socket of fast host ``host`` as seen from this
+    machine (computehost.ComputeHost's LibvirtHost keeps it there)."""
+    return lay.path('hosts', host, 'run', 'libvirt', 'libvirt-sock')
+
+
+def live_migration_uri(lay):
+    """nova's ``[libvirt] live_migration_uri`` of the fast hosts: a
+    format with ``%s``, which nova replaces by the destination's host
+    name (tlbb-fast-2), giving that host's libvirtd socket. The source's
+    libvirtd opens it (a peer-to-peer migration): its mount namespace
+    covers /run/libvirt but not the cloud's directory."""
+    path = libvirt_sock(lay, '%s')
+    if path.count('%') != 1:
+        raise ValueError('the cloud directory %r has a %% in it: nova '
+                         'formats live_migration_uri with %%' % lay.top)
+    return 'qemu+unix:///system?socket=' + path
+
+
+def host_address(index):
+    """The address of fast host number ``index`` (0, 1, ...) on this
+    machine's loopback: its sshd (sshaccess.py) and QEMU's incoming
+    migrations listen there."""
+    return '127.1.0.%d' % (index + 1)
+
+
+def qemu_migration(lay, index):
+    """qemu.conf settings of fast host number ``index`` for incoming live
+    migrations: QEMU listens on the host's own loopback address
+    (:func:`host_address`; ``migration_host`` is what the source's QEMU
+    connects to: the default, the host name tlbb-fast-N, resolves
+    nowhere, and libvirt refuses 127.0.0.1 and localhost there), on
+    ports of its own, so that neither two hosts nor two clouds on this
+    machine take the same one."""
+    first = lay.port('migration') + index * MIGRATION_PORTS
+    return {'migration_address': host_address(index),
+            'migration_host': host_address(index),
+            'migration_port_min': first,
+            'migration_port_max': first + MIGRATION_PORTS - 1}
+
+
+# compute_driver of the plugin, and of the fast hosts (box_compute.py:
+# the plugin's driver, live migrations with VIR_MIGRATE_UNSAFE)
+DRIVER = 'tlbbalance.TLBBalanceLibvirtDriver'
+BOX_DRIVER = 'tlbbalance_box.BoxDriver'
+
+
+def nova_compute(lay, host, instances, libvirt_uri, provider_dir,
+                 driver=DRIVER):
     """One nova-compute (no [database]: computes reach it via conductor)."""
     c = _nova_base(lay, 'nova-compute-' + host)
     helper = ('%s --config-file %s --privsep_context %%s'
@@ -339,7 +394,7 @@ def nova_compute(lay, host, instances, libvirt_uri, provider_dir):
         'host': host,
         # nova writes compute_id here: one state_path per compute host
         'state_path': lay.path('data', 'nova-' + host),
-        'compute_driver': 'tlbbalance.TLBBalanceLibvirtDriver',
+        'compute_driver': driver,
         'instances_path': instances,
         'cpu_allocation_ratio': 16.0,
         'ram_allocation_ratio': 1.0,
@@ -357,7 +412,12 @@ def nova_compute(lay, host, instances, libvirt_uri, provider_dir):
         'virt_type': 'qemu',
         'cpu_mode': 'none',
         'connection_uri': libvirt_uri,
-        'live_migration_uri': libvirt_uri,
+        # live migration between the fast hosts (docs/cloud.md, "Live
+        # migration"): the destination's libvirtd socket; no
+        # live_migration_inbound_addr, so nova formats this URI with the
+        # destination's name and libvirt sends QEMU's stream to the
+        # destination's qemu.conf migration_host (qemu_migration)
+        'live_migration_uri': live_migration_uri(lay),
     }
     c['compute'] = {
         'provider_config_location': provider_dir,

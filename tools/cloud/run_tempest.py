@@ -111,7 +111,7 @@ def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
         min_compute_nodes=len(facts['hosts']), max_microversion='latest',
         build_timeout=300, build_interval=1)
     sec('compute-feature-enabled', resize=True, cold_migration=True,
-        live_migration=False, console_output=False, snapshot=False,
+        live_migration=True, console_output=False, snapshot=False,
         vnc_console=False, spice_console=False, serial_console=False,
         rescue=False, change_password=False, interface_attach=False,
         shelve=False, suspend=False, pause=False, personality=False,
@@ -128,7 +128,11 @@ def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
              local_cloud_facts=os.path.join(top, 'cloud.json'),
              # with the kvm host, a missing module host is a failure
              module_host_required=any(h['kind'] == 'kvm'
-                                      for h in facts['hosts'])),
+                                      for h in facts['hosts']),
+             # live migration between the fast hosts (docs/cloud.md,
+             # "Live migration"); the kvm host is not set up for it
+             live_migration_hosts=','.join(
+                 h['name'] for h in facts['hosts'] if h['kind'] == 'fast')),
         **tlbbalance))
     ws = os.path.join(top, 'tempest')
     os.makedirs(os.path.join(ws, 'etc'), exist_ok=True)
@@ -147,10 +151,32 @@ def totals(text):
     return n('Passed'), n('Failed') + n('Unexpected Success'), n('Skipped')
 
 
+def figures(log_path, since=0):
+    """The tests' ``FIGURES`` lines (their measurements) that tempest.log
+    got after byte ``since``; each from ``FIGURES`` on."""
+    try:
+        with open(log_path, 'rb') as f:
+            f.seek(since)
+            text = f.read().decode('utf-8', 'replace')
+    except FileNotFoundError:
+        return []
+    return [ln[ln.index('FIGURES'):] for ln in text.splitlines()
+            if 'FIGURES' in ln]
+
+
+def log_size(path):
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
 def tempest_run(tempest, ws, env, regex, conc, state_path, what):
     """One ``tempest run`` with the watchdog beside it; (passed, failed,
     skipped, dead processes)."""
     t0 = time.monotonic()
+    log = os.path.join(os.path.dirname(state_path), 'log', 'tempest.log')
+    since = log_size(log)
     argv = [tempest, 'run', '--regex', regex]
     if conc == '2':
         path = os.path.join(ws, 'etc', 'workers.yaml')
@@ -173,6 +199,8 @@ def tempest_run(tempest, ws, env, regex, conc, state_path, what):
     p.wait()
     dog.join()
     passed, failed, skipped = totals(''.join(out))
+    for ln in figures(log, since):
+        print('tempest: %s' % ln)
     print('tempest run (%s): rc %d in %.0f s: %d passed, %d failed, '
           '%d skipped' % (what, p.returncode, time.monotonic() - t0,
                           passed, failed, skipped))

@@ -25,6 +25,7 @@ import os
 import socket
 
 import api
+import configs
 import procs
 
 SSHD = '/usr/sbin/sshd'
@@ -34,7 +35,7 @@ DISABLED_REASON = 'tlbbalance tempest: host-state tests over SSH'
 
 
 def address(i):
-    return '127.1.0.%d' % (i + 1)
+    return configs.host_address(i)
 
 
 def keys(top):
