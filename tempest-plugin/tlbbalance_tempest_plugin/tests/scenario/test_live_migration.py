@@ -46,7 +46,12 @@ class LiveMigrationTest(base.TLBBalanceTest):
     def test_live_migrate_thp_server(self):
         src_name, dst_name = CONF.tlbbalance.live_migration_hosts[:2]
         want = CONF.tlbbalance.thp_coverage_min
-        flavor = self.tagged_flavor(mode='monitor')
+        # prefault: all guest RAM is on the destination at ACTIVE (QEMU
+        # allocates it there), the coverage of all of it is judged; a lazy
+        # guest (the default) gets only the pages it touched, zero pages
+        # stay unmapped, so the coverage of all its RAM stays below the
+        # bound (CI, 2026-11-27): its resident coverage is what counts
+        flavor = self.tagged_flavor(mode='monitor', prefault='true')
         # booted by the admin on the first host (nova:HOST, an admin's
         # right), so the second is another host for sure
         server = self.create_test_server(
