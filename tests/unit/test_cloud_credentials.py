@@ -12,25 +12,14 @@ import json
 import os
 import re
 import stat
-import sys
+
+from cloudtools import cloud_modules
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CLOUD = os.path.join(REPO, 'tools', 'cloud')
-_PATH, _MODULES = list(sys.path), set(sys.modules)
-sys.path[:0] = [REPO, os.path.join(REPO, 'tools'), CLOUD]
-import backends  # noqa: E402
-import cloud  # noqa: E402
-import configs  # noqa: E402
-import openstack as cloud_openstack  # noqa: E402
-import run_tempest  # noqa: E402
-# tools/cloud's modules (one is named openstack) must not shadow the
-# packages other tests import: they keep their own references
-sys.path[:] = _PATH
-for _m in set(sys.modules) - _MODULES:
-    if (getattr(sys.modules[_m], '__file__', None) or '').startswith(
-            os.path.join(REPO, 'tools') + os.sep):
-        del sys.modules[_m]
+backends, cloud, configs, cloud_openstack, run_tempest = cloud_modules(
+    'backends', 'cloud', 'configs', 'openstack', 'run_tempest')
 
 OLD_FIXED = {'admin', 'guest', 'tlbb-cloud'}
 

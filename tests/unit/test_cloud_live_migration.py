@@ -7,26 +7,13 @@ tlbbalance_tempest_plugin/tests/scenario/test_live_migration.py)."""
 
 import configparser
 import os
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-CLOUD = os.path.join(REPO, 'tools', 'cloud')
-_PATH, _MODULES = list(sys.path), set(sys.modules)
-sys.path[:0] = [REPO, os.path.join(REPO, 'tools'), CLOUD]
-import computehost  # noqa: E402
-import configs  # noqa: E402
-import libvirthost  # noqa: E402
-import run_tempest  # noqa: E402
-# tools/cloud's modules (one is named openstack) must not shadow the
-# packages other tests import: they keep their own references
-sys.path[:] = _PATH
-for _m in set(sys.modules) - _MODULES:
-    if (getattr(sys.modules[_m], '__file__', None) or '').startswith(
-            os.path.join(REPO, 'tools') + os.sep):
-        del sys.modules[_m]
+from cloudtools import cloud_modules
+
+computehost, configs, libvirthost, run_tempest = cloud_modules(
+    'computehost', 'configs', 'libvirthost', 'run_tempest')
 
 
 def layout(tmp_path, base=23400):

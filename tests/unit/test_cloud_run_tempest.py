@@ -19,22 +19,13 @@ import time
 
 import pytest
 
+from cloudtools import cloud_modules
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CLOUD = os.path.join(REPO, 'tools', 'cloud')
-_PATH, _MODULES = list(sys.path), set(sys.modules)
-sys.path[:0] = [os.path.join(REPO, 'tools'), CLOUD]
-import procs  # noqa: E402
-import run_tempest  # noqa: E402
-import sshaccess  # noqa: E402
-import watchdog  # noqa: E402
-# tools/cloud's modules (one is named openstack) must not shadow the
-# packages other tests import: they keep their own references
-sys.path[:] = _PATH
-for _m in set(sys.modules) - _MODULES:
-    if (getattr(sys.modules[_m], '__file__', None) or '').startswith(
-            os.path.join(REPO, 'tools') + os.sep):
-        del sys.modules[_m]
+procs, run_tempest, sshaccess, watchdog = cloud_modules(
+    'procs', 'run_tempest', 'sshaccess', 'watchdog')
 
 DEATH = ('[nodekeeper 04:31:07] the node of compute host tlbb-kvm-1 died '
          '(QEMU exit 0)')

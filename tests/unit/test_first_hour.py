@@ -9,24 +9,13 @@ client's default is lower, and stores any value)."""
 import os
 import re
 import shlex
-import sys
 
 import pytest
 
+from cloudtools import cloud_modules
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-_PATH, _MODULES = list(sys.path), set(sys.modules)
-sys.path[:0] = [os.path.join(TOP, 'tools'),
-                os.path.join(TOP, 'tools', 'cloud')]
-import cloud  # noqa: E402
-import configs  # noqa: E402
-import first_hour  # noqa: E402
-# tools/cloud's modules (one is named openstack) must not shadow the
-# packages other tests import: they keep their own references
-sys.path[:] = _PATH
-for _m in set(sys.modules) - _MODULES:
-    if (getattr(sys.modules[_m], '__file__', None) or '').startswith(
-            os.path.join(TOP, 'tools') + os.sep):
-        del sys.modules[_m]
+cloud, configs, first_hour = cloud_modules('cloud', 'configs', 'first_hour')
 
 # nova validates flavor extra specs from this compute API microversion
 VALIDATING = (2, 86)

@@ -442,17 +442,24 @@ def test_summary_line_is_quoted(fake, syslog):
         'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny'}
 
 
+def _phase_modules(phase):
+    """Run one hook phase in a fresh interpreter: [its exit status, the
+    repr of the sorted names of the modules it imported]."""
+    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
+            'rc = m.main(["vm1", "%s", "begin", "-"], io.BytesIO(%r),'
+            ' io.BytesIO()); print(rc, sorted(sys.modules))'
+            % (phase, domain()))
+    return subprocess.run([sys.executable, '-c', code],
+                          capture_output=True, text=True,
+                          check=True).stdout.split(' ', 1)
+
+
 def test_startup_phases_import_what_they_use(fake, monkeypatch):
     """Each phase is a process on the critical path of `virsh start`:
     prepare imports no RAM-map, topology or JSON code, nor socket.py, nor
     logging (rules logs only in nova-compute and verify)."""
     monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
-    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
-            'rc = m.main(["vm1", "prepare", "begin", "-"], io.BytesIO(%r),'
-            ' io.BytesIO()); print(rc, sorted(sys.modules))' % domain())
-    out = subprocess.run([sys.executable, '-c', code],
-                         capture_output=True, text=True,
-                         check=True).stdout.split(' ', 1)
+    out = _phase_modules('prepare')
     assert out[0] == '0'
     for heavy in ('nova_tlbbalance.probes.memmap', 'json', 'socket',
                   'nova_tlbbalance.probes.topology', 'logging',
@@ -464,12 +471,7 @@ def test_started_phase_imports_no_logging(fake, monkeypatch):
     """started (on the critical path too) checks alignment through
     rules: that needs no logging package."""
     monkeypatch.delenv('TLBB_HOOK_LOG_FILE')
-    code = ('import sys, io; from nova_tlbbalance.hook import main as m; '
-            'rc = m.main(["vm1", "started", "begin", "-"], io.BytesIO(%r),'
-            ' io.BytesIO()); print(rc, sorted(sys.modules))' % domain())
-    out = subprocess.run([sys.executable, '-c', code],
-                         capture_output=True, text=True,
-                         check=True).stdout.split(' ', 1)
+    out = _phase_modules('started')
     assert out[0] == '0'
     assert "'nova_tlbbalance.rules'" in out[1]      # it did check
     for heavy in ('logging', 'threading'):
