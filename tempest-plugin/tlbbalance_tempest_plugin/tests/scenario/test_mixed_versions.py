@@ -220,7 +220,10 @@ class MixedVersionTest(base.TLBBalanceTest):
         logged = {h.name: self._compat_lines(h, since[h.name], (a, b))
                   for h in (n1, n)}
         for ln in logged[n1_name] + logged[n_name]:
-            LOG.info('FIGURES mixed versions: logged: %s', ln)
+            inst = re.search(r'\[instance: (\S+)\]', ln)
+            LOG.info('FIGURES mixed versions: logged (server %s): %s',
+                     inst.group(1) if inst else '?',
+                     COMPAT.search(ln).group(0))
         # N-1: a warning naming the key at each of its three arrivals
         # (a's boot, b's cold migration, a's resize), by server
         for s, times in ((a, 2), (b, 1)):
