@@ -73,6 +73,7 @@ Public API:
 """
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -197,7 +198,7 @@ class LibvirtHost:
 
     def __init__(self, workdir, hook=True, hook_settings=None,
                  hugepages=0, python=None, cache_dir=None, hostname=None,
-                 host_uuid=None, qemu_conf=None):
+                 host_uuid=None, qemu_conf=None, hook_tree=None):
         self.workdir = os.path.abspath(workdir)
         self.hostname = hostname    # set: a UTS namespace with this name
         # libvirtd.conf host_uuid: libvirt refuses to migrate to a host
@@ -207,6 +208,9 @@ class LibvirtHost:
         self.qemu_conf = dict(qemu_conf or {})  # more qemu.conf settings
         self.hook = hook
         self.hook_settings = dict(hook_settings or {})
+        # another release's tree (tools/releases.py): its installer
+        # installs its hook, with the tree on the hook's path
+        self.hook_tree = hook_tree
         self.hugepages = hugepages
         self.python = python or sys.executable
         self.cache_dir = cache_dir
@@ -254,7 +258,9 @@ class LibvirtHost:
             self._start_namespace()
             if self.hugepages:
                 self._setup_hugepages()
-            if self.hook:
+            if self.hook and self.hook_tree:
+                self._install_hook_of(self.hook_tree)
+            elif self.hook:
                 from nova_tlbbalance.hook import install
                 install.install(self.hook_path, self.python,
                                 self.hook_settings, conf=self.hook_conf)
@@ -268,6 +274,25 @@ class LibvirtHost:
             self.stop()
             raise
         return self
+
+    def _install_hook_of(self, tree):
+        """The hook of the release in ``tree``, installed by that
+        release's own installer (in a process of its own: two releases
+        cannot share one ``nova_tlbbalance`` in one interpreter)."""
+        code = ('import json, sys\n'
+                'sys.path.insert(0, %r)\n'
+                'import nova_tlbbalance\n'
+                'assert nova_tlbbalance.__file__.startswith(%r), '
+                'nova_tlbbalance.__file__\n'
+                'from nova_tlbbalance.hook import install\n'
+                'install.install(%r, %r, json.loads(sys.argv[1]), conf=%r)\n'
+                % (tree, tree, self.hook_path, self.python, self.hook_conf))
+        p = subprocess.run([self.python, '-I', '-c', code,
+                            json.dumps(self.hook_settings)],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode:
+            raise RuntimeError('installing the hook of %s: %s'
+                               % (tree, p.stderr.strip()))
 
     def _make_dirs(self):
         for d in NS_DIRS:

@@ -134,7 +134,10 @@ class LocalHost(HostAccess):
         self.name = host['name']
         self.uri = host['uri']
         self.prefix = host['exec']
-        self.cli = [facts['venv'] + '/bin/tlbbalance']
+        # a host on another release has that release's CLI
+        self.cli = host.get('cli') or [facts['venv'] + '/bin/tlbbalance']
+        self.release = host.get('release')      # None: this checkout
+        self.compute_log = host.get('compute_log')
         self.hugetlbfs_mount = host['hugetlbfs']
         self.hook_log = host.get('hook_log')
         self.hook_state = host.get('hook_state')

@@ -63,6 +63,13 @@ opts = [
                      'between (the first two listed; they must be able to '
                      'live-migrate to each other). Empty: the test skips. '
                      'The cloud in a box names its two fast hosts.'),
+    cfg.ListOpt('mixed_version_hosts', default=[],
+                help='Two compute hosts of two releases: the first on '
+                     'release N-1, the second on N. The mixed-version '
+                     'test boots, cold-migrates and resizes servers '
+                     'between them. Empty: the test skips. The cloud in a '
+                     'box names its N-1 host (TLBB_CLOUD_RELEASE_N1) and '
+                     'another fast host.'),
     cfg.IntOpt('live_migration_timeout', default=180,
                help='Seconds a live migration of the test\'s small server '
                     'may take, from the API call to ACTIVE on the '

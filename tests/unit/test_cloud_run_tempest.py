@@ -175,13 +175,15 @@ def test_worker_file_splits_kvm_tests_from_the_rest():
     workers = [w['worker'] for w in yaml.safe_load(run_tempest.WORKERS)]
     ids = ['tlbbalance_tempest_plugin.tests.scenario.test_module.'
            'ModuleTraitTest.test_registered_with_flavor_parameters',
+           'tlbbalance_tempest_plugin.tests.scenario.test_mixed_versions.'
+           'MixedVersionTest.test_servers_across_n1_and_n',
            'tlbbalance_tempest_plugin.tests.scenario.test_lifecycle.'
            'LifecycleTest.test_hard_reboot_then_delete',
            'tempest.api.compute.flavors.test_flavors.FlavorsV2TestJSON.'
            'test_get_flavor']
     got = [[i for i in ids if any(re.search(r, i) for r in w)]
            for w in workers]
-    assert got == [ids[:1], ids[1:]]
+    assert got == [ids[:2], ids[2:]]
 
 
 def test_help_prints_the_knobs_and_starts_nothing(monkeypatch, capsys):

@@ -2,9 +2,10 @@
 """Release N-1 beside N: what each writes, the other reads
 (docs/upgrade.md).
 
-N-1 is this repository at :data:`PREVIOUS` (``$TLBB_PREVIOUS_RELEASE``
-overrides it), exported with ``git archive`` into a temporary directory
-and imported from there in a subprocess of its own (two trees cannot
+N-1 here is release 0.1.0, the last commit before the contract
+(``BEFORE_CONTRACT`` of tools/releases.py, the one place that names and
+exports earlier releases), exported into a temporary directory and
+imported from there in a subprocess of its own (two trees cannot
 share one ``nova_tlbbalance`` in one interpreter): its own policy code,
 its own hook (with this file's fake host from test_hook: a directory tree
 stands in for the module) and its own compute driver's
@@ -22,6 +23,7 @@ import pytest
 from nova_tlbbalance import driver
 from nova_tlbbalance import guest_config
 from nova_tlbbalance.policy import Policy
+import releases
 
 # test_hook's fake host (a fixture: F401 here, F811 where it is used)
 from test_hook import domain, fake, load_module, run  # noqa: F401
@@ -30,7 +32,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # The last commit before the compatibility contract (release 0.1.0 as
 # deployed): the policy reader refuses unknown names there.
-PREVIOUS = os.environ.get('TLBB_PREVIOUS_RELEASE', 'fd0ccf8')
+PREVIOUS = releases.BEFORE_CONTRACT
 
 POLICIES = (
     Policy(mode='monitor'),
@@ -45,17 +47,8 @@ POLICIES = (
 def previous(tmp_path_factory):
     """The N-1 tree (package, hook script, the .def tables its package
     data links to)."""
-    out = tmp_path_factory.mktemp('previous-release')
-    archive = subprocess.run(
-        ['git', '-C', TOP, 'archive', '--format=tar', PREVIOUS,
-         'nova_tlbbalance', 'libvirt-hooks', 'kernel-module/core'],
-        capture_output=True, check=False)
-    if archive.returncode:
-        raise RuntimeError('cannot export release N-1 (%s) from %s: %s'
-                           % (PREVIOUS, TOP, archive.stderr.decode()))
-    subprocess.run(['tar', '-x', '-C', str(out)], input=archive.stdout,
-                   check=True)
-    return str(out)
+    return releases.export(PREVIOUS, str(tmp_path_factory.mktemp(
+        'previous-release')), top=TOP)
 
 
 def in_previous(tree, code, stdin=b''):

@@ -30,6 +30,11 @@ Environment:
                           (kvmhost.py: a node with real KVM, tlbbalance.ko
                           and the hook, driven by a nova-compute here);
                           0 leaves it out (~1 GiB of RAM less)
+    TLBB_CLOUD_RELEASE_N1 fast hosts (comma-separated) that run release
+                          N-1 (tools/releases.py's PREVIOUS): its driver,
+                          hook and CLI; nova stays the cloud's. Default
+                          none; ``up --release-n1 HOST`` does the same
+                          (docs/cloud.md, "A host on release N-1")
     TLBB_CACHE            cache dir (virtualenv, libvirt capabilities)
 
 Facts a client needs (URLs, image and flavor ids, hosts and their libvirt
@@ -62,6 +67,7 @@ import kvmhost  # noqa: E402
 import libvirthost  # noqa: E402
 import openstack  # noqa: E402
 import procs  # noqa: E402
+import releases  # noqa: E402
 
 CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
     os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
@@ -269,6 +275,22 @@ def fresh_top(top):
     os.chmod(top, 0o700)        # whatever the umask
 
 
+def release_n1_hosts(args, names):
+    """The fast hosts to run release N-1 on (``--release-n1`` or
+    ``TLBB_CLOUD_RELEASE_N1``); a name the cloud does not have is an
+    error naming it and the ones it has."""
+    given = list(getattr(args, 'release_n1', None) or []) or [
+        n.strip() for n in os.environ.get(
+            'TLBB_CLOUD_RELEASE_N1', '').split(',') if n.strip()]
+    bad = [n for n in given if n not in names]
+    if bad:
+        raise procs.CloudError(
+            'release N-1 on %s: not a fast host of this cloud (fast hosts: '
+            '%s; the kvm host runs this checkout)'
+            % (', '.join(bad), ', '.join(names)))
+    return given
+
+
 def up(args):
     top = top_dir()
     state_path = os.path.join(top, 'state.json')
@@ -298,12 +320,20 @@ def up(args):
     state['port_base'] = base
     t0 = time.monotonic()
     steps = {}
+    names = ['tlbb-fast-%d' % (i + 1) for i in range(nhosts)]
+    n1 = release_n1_hosts(args, names)
+    release = None
+    if n1:
+        commit = releases.PREVIOUS
+        release = {'commit': commit, 'tree': releases.export(
+            commit, lay.path('release-n1'))}
+        say('release N-1 (%s) on %s' % (commit, ', '.join(n1)))
     hosts = [computehost.ComputeHost(
-        lay, 'tlbb-fast-%d' % (i + 1),
+        lay, name,
         caps_cache=os.path.join(CACHE, 'libvirt-capabilities'),
         hugepages=int(os.environ.get('TLBB_CLOUD_HUGEPAGES', '48')),
-        index=i)
-        for i in range(nhosts)]
+        index=i, release=release if name in n1 else None)
+        for i, name in enumerate(names)]
     kvm = os.environ.get('TLBB_CLOUD_KVM_HOST', '1')
     if kvm not in ('0', '1'):
         raise procs.CloudError('TLBB_CLOUD_KVM_HOST=%r: 1 (the default: '
@@ -492,7 +522,9 @@ def host_argv(facts, name, argv):
         raise procs.CloudError('no compute host %r in this cloud (hosts: %s)'
                                % (name, ', '.join(sorted(hosts))))
     if argv and argv[0] == 'tlbbalance':
-        argv = [os.path.join(facts['venv'], 'bin', 'tlbbalance')] + argv[1:]
+        # the host's own release's CLI (a host on release N-1 has one)
+        argv = hosts[name].get('cli', [
+            os.path.join(facts['venv'], 'bin', 'tlbbalance')]) + argv[1:]
     return hosts[name]['exec'] + argv
 
 
@@ -519,7 +551,12 @@ def main(argv=None):
     sub = p.add_subparsers(dest='cmd', required=True)
     for name, fn in (('up', up), ('down', down), ('status', status),
                      ('env', env)):
-        sub.add_parser(name).set_defaults(fn=fn)
+        sp = sub.add_parser(name)
+        sp.set_defaults(fn=fn)
+        if name == 'up':
+            sp.add_argument('--release-n1', action='append', metavar='HOST',
+                            help='run this fast host on release N-1 '
+                            '(tools/releases.py); repeatable')
     h = sub.add_parser('host', help='run a command on a compute host '
                        '(tlbbalance is the cloud\'s own CLI)')
     h.add_argument('name', help='compute host (nova\'s hypervisor host)')

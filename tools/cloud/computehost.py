@@ -10,6 +10,14 @@ by, so two such hosts on one machine are two compute nodes. nova-compute
 runs inside the namespace beside them. ``facts()`` is what clients need
 (cloud.json); ``state()`` is what ``cloud.py down`` needs to stop it all
 by pid from another process.
+
+A host on an earlier release (``release``: tools/releases.py's commit and
+the tree exported from it; ``TLBB_CLOUD_RELEASE_N1``, docs/cloud.md) runs
+that release's code for everything of tlbbalance on it: its hook
+(installed by its own installer) and its driver (its tree first on
+nova-compute's ``PYTHONPATH``: nova's loader shim ``nova.virt.tlbbalance``
+imports ``nova_tlbbalance.driver`` by name, so it resolves there), and its
+CLI for clients (``cli`` in the facts). nova itself is the cloud's.
 """
 
 import os
@@ -27,8 +35,10 @@ BOX_COMPUTE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 class ComputeHost:
     kind = 'fast'
 
-    def __init__(self, lay, name, caps_cache, hugepages, index=0):
+    def __init__(self, lay, name, caps_cache, hugepages, index=0,
+                 release=None):
         self.lay = lay
+        self.release = release      # None: this checkout
         self.name = name
         self.top = lay.path('hosts', name)
         self.hook_log = os.path.join(self.top, 'hook.jsonl')
@@ -41,7 +51,8 @@ class ComputeHost:
             host_uuid=host_uuid(self.top),
             qemu_conf=configs.qemu_migration(lay, index),
             hook_settings={'log_file': self.hook_log, 'syslog': '',
-                           'state_dir': self.hook_state})
+                           'state_dir': self.hook_state},
+            hook_tree=release['tree'] if release else None)
 
     @property
     def conf(self):
@@ -61,10 +72,13 @@ class ComputeHost:
                     exist_ok=True)
         # nova-compute with the plugin's driver and one flag for live
         # migrations between hosts of one machine (box_compute.py)
+        env = None
+        if self.release:
+            env = dict(os.environ, PYTHONPATH=self.release['tree'])
         self.lh.spawn('nova-compute', [
             self.lay.bin('python'), BOX_COMPUTE, '--config-file',
             self.conf],
-            self.lay.log('nova-compute-%s-stdout' % self.name))
+            self.lay.log('nova-compute-%s-stdout' % self.name), env=env)
 
     def alive(self):
         """None, or what died."""
@@ -78,10 +92,17 @@ class ComputeHost:
 
     def facts(self):
         """What a client needs to reach this host (cloud.json)."""
-        return {'name': self.name, 'kind': self.kind, 'uri': self.lh.uri,
-                'exec': self.lh.ns_prefix(), 'hook_log': self.hook_log,
-                'hook_state': self.hook_state,
-                'hugetlbfs': libvirthost.HUGETLBFS_IN_NS}
+        out = {'name': self.name, 'kind': self.kind, 'uri': self.lh.uri,
+               'exec': self.lh.ns_prefix(), 'hook_log': self.hook_log,
+               'hook_state': self.hook_state,
+               'compute_log': self.lay.log('nova-compute-' + self.name),
+               'hugetlbfs': libvirthost.HUGETLBFS_IN_NS}
+        if self.release:
+            # the host's own release: its commit, and its CLI
+            out['release'] = self.release['commit']
+            out['cli'] = cli_of(self.lay.bin('python'),
+                                self.release['tree'])
+        return out
 
     def state(self):
         return dict(self.lh.state(), name=self.name, uri=self.lh.uri,
@@ -89,6 +110,13 @@ class ComputeHost:
 
     def stop(self):
         self.lh.stop()
+
+
+def cli_of(python, tree):
+    """argv of the ``tlbbalance`` CLI of the release in ``tree``."""
+    return ['env', 'PYTHONPATH=' + tree, python, '-c',
+            'import sys; from nova_tlbbalance.cli import main; '
+            'sys.exit(main())']
 
 
 def host_uuid(top):

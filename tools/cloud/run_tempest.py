@@ -28,6 +28,11 @@ Then, unless TLBB_TEMPEST_SSH=0, the host-state tests once more with
 ``[tlbbalance] host_access = ssh`` (sshaccess.py: an sshd in each fast
 host's namespace, a throwaway key), so the SSH backend is tested too.
 
+tlbb-fast-2 runs release N-1 (tools/releases.py) unless
+TLBB_CLOUD_RELEASE_N1 says otherwise (empty: none), so every test that
+lands there runs against N-1's driver and hook, and the mixed-version
+test moves servers between it and tlbb-fast-1.
+
 Environment: TLBB_TEMPEST_REGEX (tests to run), TLBB_TEMPEST_CONCURRENCY
 (default 2), TLBB_CLOUD_KEEP=1 (leave the cloud up afterwards), and those
 of cloud.py.
@@ -62,8 +67,11 @@ DEFAULT_REGEX = (r'^tlbbalance_tempest_plugin\.|'
 # Two workers, by hand: stestr has no timings in a new workspace and
 # deals classes out blindly (one worker got every scenario class: 680 s
 # against 10 s). The kvm host's tests (~350 s, each host probe a command
-# under TCG) get one worker, everything else the other (~340 s).
-KVM_TESTS = r'^tlbbalance_tempest_plugin\.tests\.scenario\.test_module\.'
+# under TCG) and the mixed-version test (~220 s: two servers, four moves)
+# get one worker, everything else the other (2026-11-27 at load ~20, the
+# mixed-version test on the other: 607 s against 945 s).
+KVM_TESTS = (r'^tlbbalance_tempest_plugin\.tests\.scenario\.'
+             r'(test_module|test_mixed_versions)\.')
 WORKERS = '- worker:\n  - %s\n- worker:\n  - %s\n' % (
     "'%s'" % KVM_TESTS, "'^(?!%s)'" % KVM_TESTS[1:])
 
@@ -82,6 +90,15 @@ def kvm_host_wanted():
         raise SystemExit('TLBB_CLOUD_KVM_HOST=%r: 1 (the default in tox -e '
                          'tempest) or 0' % v)
     return v == '1'
+
+
+def mixed_version_hosts(facts):
+    """[the first host on release N-1, the first fast host on this
+    checkout], or [] when the cloud has no N-1 host."""
+    n1 = [h['name'] for h in facts['hosts'] if h.get('release')]
+    n = [h['name'] for h in facts['hosts']
+         if h['kind'] == 'fast' and not h.get('release')]
+    return [n1[0], n[0]] if n1 and n else []
 
 
 def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
@@ -132,7 +149,9 @@ def tempest_conf(facts, top, name='tempest.conf', **tlbbalance):
              # live migration between the fast hosts (docs/cloud.md,
              # "Live migration"); the kvm host is not set up for it
              live_migration_hosts=','.join(
-                 h['name'] for h in facts['hosts'] if h['kind'] == 'fast')),
+                 h['name'] for h in facts['hosts'] if h['kind'] == 'fast'),
+             # the N-1 host first, then a fast host on this checkout
+             mixed_version_hosts=','.join(mixed_version_hosts(facts))),
         **tlbbalance))
     ws = os.path.join(top, 'tempest')
     os.makedirs(os.path.join(ws, 'etc'), exist_ok=True)
@@ -243,6 +262,11 @@ def main(argv=None):
     regex = os.environ.get('TLBB_TEMPEST_REGEX', DEFAULT_REGEX)
     conc = os.environ.get('TLBB_TEMPEST_CONCURRENCY', '2')
     kvm = kvm_host_wanted()
+    # one fast host on release N-1 for the mixed-version test (docs/
+    # cloud.md); TLBB_CLOUD_RELEASE_N1= (empty) keeps every host on this
+    # checkout
+    n1 = os.environ.setdefault('TLBB_CLOUD_RELEASE_N1', 'tlbb-fast-2')
+    print('tempest: release N-1 on %s' % (n1 or 'no host'))
     print('tempest: the kvm host is %s' % (
         'on (TLBB_CLOUD_KVM_HOST=0 leaves it out)' if kvm else
         'off (TLBB_CLOUD_KVM_HOST=0): the module tests will skip'))
