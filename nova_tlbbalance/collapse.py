@@ -174,11 +174,11 @@ def collapse(pid, ranges, slot_size, limit=None, count=None, cpu_share=1.0,
                         res.stopped_at_limit = True
                         break
                 room -= 1
-            for _ in range(EAGAIN_TRIES):
+            for tries_left in range(EAGAIN_TRIES - 1, -1, -1):
                 t = clock()
                 err = madvise(pidfd, addr, slot_size, MADV_COLLAPSE)
                 res.busy_s += clock() - t
-                if err != errno.EAGAIN:
+                if err != errno.EAGAIN or not tries_left:
                     break
                 sleep(EAGAIN_PAUSE_S)
             res.slots += 1

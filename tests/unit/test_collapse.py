@@ -125,6 +125,9 @@ def test_eagain_tried_again_then_refused():
                             sleep=clock.sleep, madvise=madvise)
     assert calls == [0] * 3 + [SLOT] * collapse.EAGAIN_TRIES
     assert res.collapsed == 1 and res.refused == {'EAGAIN': 1}
+    # a pause between tries, none after the last
+    assert clock.sleeps.count(collapse.EAGAIN_PAUSE_S) == \
+        2 + collapse.EAGAIN_TRIES - 1
 
 
 def test_fatal_errors_name_the_pid():
