@@ -425,8 +425,7 @@ static ssize_t tlbb_s_##name##_show(struct config_item *item, char *page) \
 	struct tlbb_vm *vm = to_tlbb_vm(item);				\
 	ssize_t n;							\
 									\
-	if (!__builtin_strcmp(#name, "huge_pages")) /* folded */	\
-		tlbb_vm_refresh_huge_pages(vm);				\
+	tlbb_stat_prepare(vm, TLBB_S_##name);				\
 	mutex_lock(&vm->lock);						\
 	n = tlbb_fmt_##kind(page, 0, tlbb_get_##name(vm));		\
 	mutex_unlock(&vm->lock);					\
@@ -443,7 +442,7 @@ static ssize_t tlbb_vm_status_show(struct config_item *item, char *page)
 	struct tlbb_vm *vm = to_tlbb_vm(item);
 	int n = 0;
 
-	tlbb_vm_refresh_huge_pages(vm);	/* the walk outside vm->lock */
+	tlbb_stats_prepare(vm);		/* e.g. a walk, outside vm->lock */
 	mutex_lock(&vm->lock);
 	n += sysfs_emit_at(page, n,
 			   "mode %s\npid %d\ninject_enabled %d\nlimiter_error %d\nlimiter_stuck %llu\nstaging %d\n",

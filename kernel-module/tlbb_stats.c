@@ -11,6 +11,27 @@
 #include "tlbb_walk.h"
 
 /*
+ * Work a reader of statistic @id needs done before its getter, with
+ * vm->lock not held: huge_pages of a VM the controller does not tick
+ * (mode off) is counted here, by a walk that must not hold the lock a
+ * root write waits for (tlbb_vm_refresh_huge_pages).
+ */
+void tlbb_stat_prepare(struct tlbb_vm *vm, enum tlbb_stat_id id)
+{
+	if (id == TLBB_S_huge_pages)
+		tlbb_vm_refresh_huge_pages(vm);
+}
+
+/* Before a reader of every statistic (status). */
+void tlbb_stats_prepare(struct tlbb_vm *vm)
+{
+	enum tlbb_stat_id id;
+
+	for (id = 0; id < TLBB_NR_STATS; id++)
+		tlbb_stat_prepare(vm, id);
+}
+
+/*
  * One getter per statistic, named after it: a statistic added to the .def
  * without a getter here (and in tlbb_stats.h) fails to build. The type of
  * each getter matches the kind column (u64 and milli: u64; str: const

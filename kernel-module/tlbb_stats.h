@@ -1,9 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* tlbb_stats.c: one getter per statistic of core/tlbb_stats.def; vm->lock held. */
+/*
+ * tlbb_stats.c: one getter per statistic of core/tlbb_stats.def (vm->lock
+ * held), and what a reader needs done before it (vm->lock not held).
+ */
 #ifndef TLBB_STATS_H
 #define TLBB_STATS_H
 
 #include "tlbb.h"
+
+enum tlbb_stat_id {
+#define TLBB_STAT(name, kind, type, unit, help) TLBB_S_##name,
+#include "core/tlbb_stats.def"
+#undef TLBB_STAT
+	TLBB_NR_STATS
+};
+
+void tlbb_stat_prepare(struct tlbb_vm *vm, enum tlbb_stat_id id);
+void tlbb_stats_prepare(struct tlbb_vm *vm);
 
 u64 tlbb_get_huge_pages(struct tlbb_vm *vm);
 u64 tlbb_get_total_pages(struct tlbb_vm *vm);

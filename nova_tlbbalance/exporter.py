@@ -44,6 +44,7 @@ from prometheus_client import exposition
 from prometheus_client import registry as prom_registry
 
 from nova_tlbbalance import module_defs
+from nova_tlbbalance import module_status
 
 GAUGE = 'gauge'
 COUNTER = 'counter'
@@ -263,18 +264,10 @@ def _family(name, typ, help_, labels, unit=''):
     return core.GaugeMetricFamily(name, help_, labels=labels, unit=unit)
 
 
-def _number(text, kind, scale):
-    """A module stat's text as a number in the base unit, or None."""
+def _number(value, kind, scale):
+    """A typed module stat (module_status) as a number in the base unit."""
     if kind == 'cpulist':
-        from nova_tlbbalance.probes import domxml
-        try:
-            return len(domxml.parse_cpuset(text)) if text.strip() else 0
-        except (ValueError, AttributeError):
-            return None
-    try:
-        value = float(text) if kind == 'milli' else int(text)
-    except (TypeError, ValueError):
-        return None
+        return module_status.cpu_count(value)
     if scale == 1:
         return value
     # milli stats have three decimals: round off the float product's noise
@@ -343,9 +336,7 @@ def families(host, reps, verdicts=None):
                 for v in values + (() if now in values else (now,)):
                     fam.add_metric(vm + [v], int(v == now))
                 continue
-            value = _number(st[stat.name], stat.kind, sm.scale)
-            if value is not None:
-                fam.add_metric(vm, value)
+            fam.add_metric(vm, _number(st[stat.name], stat.kind, sm.scale))
         out.append(fam)
     return [fam for fam in out if fam.samples]
 

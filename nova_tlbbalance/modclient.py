@@ -112,46 +112,6 @@ def format_ranges(ranges):
                    for hva, length, gpa in ranges)
 
 
-def parse_status(text):
-    """The ``status`` attribute (``key value`` lines) -> dict of strings."""
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        key, _, value = line.partition(' ')
-        out[key] = value.strip()
-    return out
-
-
-def limiter_problem(status):
-    """Why the module's limiter cannot hold a VM at its limit, or None.
-
-    ``status``: :func:`parse_status` of the VM's ``status``. The module
-    reports ``limiter_stuck`` (huge pages over the limit it could not
-    split at the last tick) and ``limiter_error`` (the last error it met,
-    as a negative errno), see docs/kernel-module.md.
-    """
-    try:
-        stuck = int(status.get('limiter_stuck', '0'))
-        err = -int(status.get('limiter_error', '0'))
-    except ValueError:
-        return 'unreadable limiter status: limiter_stuck %r, ' \
-            'limiter_error %r' % (status.get('limiter_stuck'),
-                                  status.get('limiter_error'))
-    if stuck <= 0:
-        return None
-    why = ''
-    if err > 0:
-        why = ' (%s: %s)' % (errno.errorcode.get(err, 'errno %d' % err),
-                             os.strerror(err))
-        if err == errno.EFAULT:
-            why += '; part of the guest RAM is not accessible to the ' \
-                'limiter (made PROT_NONE?)'
-    return ('limiter stuck: %d huge page(s) above the limit %s could not '
-            'be split%s' % (stuck, status.get('huge_limit', '?'), why))
-
-
 class Client:
     """One configfs tree of the tlbbalance module."""
 
@@ -383,14 +343,15 @@ class Client:
                 for line in text.splitlines() if line.strip()]
 
     def status(self, vm):
-        """The VM's ``status`` attribute as a dict, or None if absent.
-
-        Keys: every stat of tlbb_stats.def and param of tlbb_params.def
-        (see :func:`nova_tlbbalance.module_defs.stats`), plus mode, pid and
-        inject_enabled.
+        """The VM's ``status`` attribute, typed
+        (:class:`nova_tlbbalance.module_status.ModuleStatus`: every stat
+        of tlbb_stats.def and param of tlbb_params.def, plus the header:
+        mode, pid, inject_enabled, limiter_error, limiter_stuck,
+        staging), or None if absent.
         """
+        from nova_tlbbalance import module_status
         try:
-            return parse_status(self._read(
+            return module_status.parse(self._read(
                 os.path.join(self._vm(vm), 'status')))
         except FileNotFoundError:
             return None

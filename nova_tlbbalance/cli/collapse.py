@@ -65,12 +65,16 @@ def _target(args):
         ranges = client.ranges(args.vm)
         if status is None or ranges is None:
             raise ValueError('no VM %r in %s' % (args.vm, client.root))
-        pid = int(status.get('pid') or 0)
+        pid = status.pid or 0
         if not pid:
             raise ValueError('VM %r has no process registered' % args.vm)
         limit = None
-        if status.get('mode') in ('monitor', 'balance'):
-            limit = int(status['huge_limit'])
+        if status.mode in ('monitor', 'balance'):
+            if 'huge_limit' not in status:
+                raise ValueError('VM %r: no huge_limit in its status (%s)'
+                                 % (args.vm, '; '.join(status.problems)
+                                    or 'not printed'))
+            limit = status['huge_limit']
         return pid, [(h, n) for h, n, _ in ranges], limit
     if args.pid is None or not args.range:
         raise ValueError('give --vm, or --pid and at least one --range')

@@ -16,9 +16,11 @@ JSON Schema (the schema test fails until it is there).
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
-SCHEMA_VERSION = 1
+from nova_tlbbalance import policy as policy_mod
+
+SCHEMA_VERSION = 2
 
 
 @dataclasses.dataclass
@@ -55,19 +57,6 @@ class HostFacts:
         out = dataclasses.asdict(self)
         del out['topology']
         return out
-
-
-@dataclasses.dataclass
-class PolicyView:
-    """The VM's tlbbalance policy as its <metadata> carries it;
-    ``prefault``: guest RAM pre-faulted at start (tlbbalance:prefault,
-    backing=thp only)."""
-    mode: str
-    backing: str
-    tlbi_scope: str
-    strict: bool
-    params: Dict[str, int]
-    prefault: bool = True
 
 
 @dataclasses.dataclass
@@ -120,12 +109,15 @@ class Vcpu:
 class ModuleState:
     """The VM in the kernel module: ``registered`` (its directory exists
     and holds QEMU's pid), ``dir`` (its directory name), ``reason`` when
-    not registered, ``status`` (the ``status`` attribute, strings),
-    ``limiter`` (why the limiter cannot hold it, modclient.limiter_problem)."""
+    not registered, ``status`` (the ``status`` attribute, typed once by
+    module_status.parse: ints, floats for milli stats, text; a line that
+    did not parse is left out and named in the VM's ``errors``),
+    ``limiter`` (why the limiter cannot hold it,
+    module_status.limiter_problem)."""
     registered: bool
     dir: Optional[str] = None
     reason: Optional[str] = None
-    status: Optional[Dict[str, str]] = None
+    status: Optional[Dict[str, Union[int, float, str]]] = None
     limiter: Optional[str] = None
 
 
@@ -149,7 +141,7 @@ class VmReport:
     memory: Optional[int] = None
     backing: Optional[str] = None
     managed: bool = False
-    policy: Optional[PolicyView] = None
+    policy: Optional[policy_mod.Policy] = None
     pid: Optional[int] = None
     page_size: Optional[int] = None
     ranges: Optional[List[RamRange]] = None
@@ -165,7 +157,11 @@ class VmReport:
     module: Optional[ModuleState] = None
 
     def to_json(self):
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.module is not None and self.module.status is not None:
+            out['module']['status'] = dict(self.module.status)
+        out['policy'] = self.policy and self.policy.to_json()
+        return out
 
 
 def document(host, reps):

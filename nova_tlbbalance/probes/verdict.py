@@ -27,7 +27,7 @@ def coverage_causes(rep, pol, host):
 
 
 def judged_on_resident(pol):
-    """True when the coverage of ``pol``'s VM (a records.PolicyView) is
+    """True when the coverage of ``pol``'s VM (a policy.Policy) is
     judged on its resident RAM: THP backing not pre-faulted."""
     return pol.backing == 'thp' and not pol.prefault
 

@@ -11,6 +11,7 @@ import os
 
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
+from nova_tlbbalance import module_status
 from nova_tlbbalance import policy as policy_mod
 from nova_tlbbalance.probes import domxml
 from nova_tlbbalance.probes import memmap
@@ -85,10 +86,7 @@ def vm_report(name, xml, host, roots, client, monitor=None,
         rep.notes.extend(pol.compat_warnings())
         if pol.refusal():
             rep.errors.append(pol.refusal())
-        rep.policy = records.PolicyView(
-            mode=pol.mode, backing=pol.backing, tlbi_scope=pol.tlbi_scope,
-            strict=pol.strict, params=dict(pol.params),
-            prefault=pol.prefault)
+        rep.policy = pol
     try:
         pid = proc.qemu_pid(name, roots.run_dir)
     except LookupError as exc:
@@ -236,12 +234,14 @@ def _module(rep, dom, pid, client):
         rep.module = records.ModuleState(registered=False, dir=vm,
                                          reason='no directory %s' % vm)
         return
-    ok = st.get('pid') == str(pid)
-    rep.module = records.ModuleState(registered=ok, dir=vm, status=st,
-                                     limiter=modclient.limiter_problem(st))
+    rep.errors.extend(st.problems)
+    ok = st.pid == pid
+    rep.module = records.ModuleState(
+        registered=ok, dir=vm, status=st,
+        limiter=module_status.limiter_problem(st))
     if not ok:
         rep.module.reason = ('registered pid %s is not QEMU pid %d'
-                             % (st.get('pid'), pid))
+                             % (st.pid, pid))
 
 
 # Reports built at once when QEMU monitor queries are on: each VM's

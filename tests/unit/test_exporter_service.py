@@ -581,7 +581,11 @@ def test_300_idle_connections_under_a_256_file_limit(tmp_path):
             took = time.monotonic() - t0
             c.close()
             assert r.status == 200 and b'tlbbalance_up 0.0' in body
-            assert took < 0.5, took
+            # Answered, not queued behind the idle ones until they time
+            # out (the defect: every scrape ran into the client's 10 s).
+            # A bound, not a figure: at load 16 one took over 0.5 s; the
+            # figures are tools/bench/exporter_vms.py's.
+            assert took < 5, took
         finally:
             for sock in socks:
                 sock.close()

@@ -259,8 +259,10 @@ def test_stop_status_unregister(tmp_path):
     assert c.stop('vm1') is True
     assert open(str(root / 'vms/vm1/mode')).read() == 'off'
     assert c.stop('gone') is False
-    assert c.status('vm1') == {'huge_pages': '12', 'state': 'exited',
-                               'mode': 'monitor', 'pid': '99'}
+    st = c.status('vm1')
+    assert st == {'huge_pages': 12, 'state': 'exited', 'mode': 'monitor',
+                  'pid': 99}
+    assert (st.pid, st.mode, st.problems) == (99, 'monitor', [])
     assert c.status('gone') is None
     # no attributes (configfs took them at rmdir): nothing to stage
     for f in os.listdir(str(root / 'vms/empty')):

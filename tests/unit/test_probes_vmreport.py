@@ -7,6 +7,7 @@ a registered module)."""
 import os
 
 from nova_tlbbalance import modclient
+from nova_tlbbalance import policy
 from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import vmreport
 
@@ -89,6 +90,9 @@ def test_kvm_vm_report(tmp_path):
     assert rep.aligned and rep.ranges[0].gpa2hva == HVA
     assert rep.module.registered is True
     assert rep.module.status['state'] == 'monitoring'
+    assert rep.module.status.pid == PID       # typed once, by module_status
+    assert rep.policy == policy.Policy(mode='monitor', backing='thp',
+                                       prefault=True)   # absent: true
     assert rep.vcpus[0].accel == 'KVM'
     assert host.module.loaded and 'topology' not in host.to_json()
 

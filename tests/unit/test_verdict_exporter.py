@@ -11,8 +11,10 @@ from prometheus_client import parser as prom_parser
 import pytest
 
 from nova_tlbbalance import exporter
+from nova_tlbbalance import policy
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
+from nova_tlbbalance import module_status
 from nova_tlbbalance import record
 from nova_tlbbalance.cli import status
 from nova_tlbbalance.probes import records
@@ -27,13 +29,21 @@ HOST = records.HostFacts(
     dvmbm=records.Dvmbm(enabled=True, source='kernel log'),
     module=records.ModulePresence(loaded=True, configfs='/cfs'))
 
+
+def typed(text_values):
+    """A status as the module prints it (``key value`` lines), typed by
+    the one reader of that text."""
+    return module_status.parse(''.join('%s %s\n' % kv
+                                       for kv in text_values.items()))
+
+
 UUID = '8b9e5b8e-2f4c-4f35-9a52-3c1d8f0e7a11'
 
 GOOD = records.VmReport(
     name='vm1', uuid=UUID, managed=True, memory=256 * MiB,
     backing='anonymous immediate', page_size=2 * MiB, pid=7,
-    policy=records.PolicyView(mode='balance', backing='thp',
-                              tlbi_scope='die', strict=False, params={}),
+    policy=policy.Policy(mode='balance', backing='thp', tlbi_scope='die',
+                         strict=False, prefault=True, params={}),
     ranges=[records.RamRange(
         block='pc.ram', gpa=0, hva=0x7f0000000000, gpa2hva=0x7f0000000000,
         length=256 * MiB, misalignment=0, ambiguous=False,
@@ -47,9 +57,9 @@ GOOD = records.VmReport(
                         pinned='0', matches_pin=True)],
     cpus_allowed='0', dies=1, clusters=1,
     stage2={'pages_4k': 160, 'pages_2m': 127},
-    module=records.ModuleState(registered=True, dir='vm1', status={
+    module=records.ModuleState(registered=True, dir='vm1', status=typed({
         'huge_pages': '127', 'huge_limit': '128', 'load': '12.500',
-        'state': 'idle', 'cpus_allowed': '0', 'pid': '7'}))
+        'state': 'idle', 'cpus_allowed': '0', 'pid': '7'})))
 
 
 def test_good_vm_passes():
@@ -94,22 +104,26 @@ def test_status_table():
     assert 'pages_2m=127' in text and 'idle 127/128' in text
 
 
-STUCK_STATUS = {'huge_pages': '128', 'huge_limit': '0', 'state': 'lowering',
-                'pid': '7', 'limiter_stuck': '128', 'limiter_error': '-14'}
+STUCK_TEXT = {'huge_pages': '128', 'huge_limit': '0', 'state': 'lowering',
+              'pid': '7', 'limiter_stuck': '128', 'limiter_error': '-14'}
+STUCK_STATUS = typed(STUCK_TEXT)
 
 
 def test_limiter_stuck_is_reported():
     """A range the limiter cannot split (PROT_NONE: EFAULT) is named by
     status and fails verify; the module's own status format."""
-    problem = modclient.limiter_problem(STUCK_STATUS)
+    problem = module_status.limiter_problem(STUCK_STATUS)
     assert problem == (
         'limiter stuck: 128 huge page(s) above the limit 0 could not be '
         'split (EFAULT: Bad address); part of the guest RAM is not '
         'accessible to the limiter (made PROT_NONE?)')
-    assert modclient.limiter_problem(GOOD.module.status) is None
-    assert modclient.limiter_problem(
-        {'limiter_stuck': '0', 'limiter_error': '-14'}) is None
-    assert 'unreadable' in modclient.limiter_problem({'limiter_stuck': 'x'})
+    assert module_status.limiter_problem(GOOD.module.status) is None
+    assert module_status.limiter_problem(
+        typed({'limiter_stuck': '0', 'limiter_error': '-14'})) is None
+    odd = typed({'limiter_stuck': 'x', 'limiter_error': '-14'})
+    assert module_status.limiter_problem(odd) is None
+    assert odd.problems == [
+        "module status: limiter_stuck 'x' is not an integer"]
 
     rep = copy.deepcopy(GOOD)
     rep.module.status = STUCK_STATUS
@@ -124,7 +138,7 @@ def test_vmreport_names_a_stuck_limiter(tmp_path):
     vm = tmp_path / 'vms' / 'vm1'
     vm.mkdir(parents=True)
     vm.joinpath('status').write_text(''.join(
-        '%s %s\n' % kv for kv in STUCK_STATUS.items()))
+        '%s %s\n' % kv for kv in STUCK_TEXT.items()))
 
     class Dom:
         name, uuid = 'vm1', None
@@ -134,9 +148,25 @@ def test_vmreport_names_a_stuck_limiter(tmp_path):
     assert rep.module.limiter.startswith('limiter stuck: 128')
 
 
+def test_vmreport_names_a_status_line_it_cannot_type(tmp_path):
+    vm = tmp_path / 'vms' / 'vm1'
+    vm.mkdir(parents=True)
+    vm.joinpath('status').write_text(''.join(
+        '%s %s\n' % kv for kv in dict(STUCK_TEXT, huge_pages='many').items()))
+
+    class Dom:
+        name, uuid = 'vm1', None
+    rep = records.VmReport(name='vm1')
+    vmreport._module(rep, Dom, 7, modclient.Client(str(tmp_path)))
+    assert rep.module.registered
+    assert 'huge_pages' not in rep.module.status
+    assert rep.errors == ["module status: huge_pages 'many' is not an "
+                          "unsigned integer"]
+
+
 # A registered VM's status as the module prints it: every stat of
 # tlbb_stats.def (module_defs), values in the module's own units.
-FULL_STATUS = {
+FULL_STATUS = typed({
     'huge_pages': '96', 'huge_limit': '100', 'total_pages': '128',
     'refills_huge': '43600', 'refills_small': '8',
     'refills_huge_total': '872000', 'refills_small_total': '160',
@@ -144,7 +174,7 @@ FULL_STATUS = {
     'dominant': 'huge', 'state': 'lowering', 'splits': '32',
     'restores': '2', 'ticks': '20', 'backend': 'inject',
     'cpus_allowed': '0-1', 'cpus_ran': '1', 'pid': '7',
-}
+})
 
 
 def _families(text, parser=prom_parser):

@@ -22,6 +22,7 @@ import jsonschema
 import pytest
 
 import test_probes_vmreport as trees  # tests/unit is on sys.path
+from nova_tlbbalance import policy
 from nova_tlbbalance.cli import main as cli_main
 from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import vmreport
@@ -60,11 +61,28 @@ def test_status_json_validates(tmp_path, monkeypatch):
     roots = trees.tree(tmp_path)
     doc = status_json(monkeypatch, roots,
                       trees.FakeConn(trees.XML % trees.cpus(), trees.HVA))
-    assert doc['schema_version'] == records.SCHEMA_VERSION == 1
+    assert doc['schema_version'] == records.SCHEMA_VERSION == 2
     validate(doc)
     (vm,) = doc['vms']
     assert vm['stage2'] == {'pages_4k': 10, 'pages_2m': 31}
     assert vm['module']['status']['state'] == 'monitoring'
+
+
+def test_policy_is_carried_whole_with_its_unknown_parts(
+        tmp_path, monkeypatch):
+    """The report carries the domain's Policy itself (not a copy of some
+    of its fields): what a newer release wrote is in ``unknown``, typed
+    status values are numbers."""
+    roots = trees.tree(tmp_path)
+    xml = (trees.XML % trees.cpus()).replace(
+        ' mode="monitor"', ' mode="monitor" require_future="true"')
+    doc = status_json(monkeypatch, roots, trees.FakeConn(xml, trees.HVA))
+    validate(doc)
+    (vm,) = doc['vms']
+    assert vm['policy']['unknown'] == [
+        'attribute require_future of <tlbbalance:policy>']
+    assert vm['policy']['mode'] == 'monitor'
+    assert isinstance(vm['module']['status']['pid'], int)
 
 
 def test_unreadable_facts_are_null_and_validate(tmp_path, monkeypatch):
@@ -112,7 +130,7 @@ def test_schema_rejects_a_missing_key(tmp_path, monkeypatch):
 
 SCHEMA_DEFS = {
     'host': records.HostFacts, 'vm': records.VmReport,
-    'policy': records.PolicyView, 'range': records.RamRange,
+    'policy': policy.Policy, 'range': records.RamRange,
     'coverage': records.Coverage, 'vcpu': records.Vcpu,
     'module': records.ModuleState,
 }

@@ -6,7 +6,8 @@
 #
 # Environment:
 #   TLBB_ENVS   space-separated tox envs to run (default: all, in CI order;
-#               "a+b" runs a and b side by side;
+#               "a+b" runs a and b side by side, "a+b,c" runs a beside
+#               b then c: each "+" starts a lane, "," orders envs in one;
 #               kmod-debug only when tools/ci/want-kmod-debug.sh says the
 #               change touches the module or the debug kernel)
 #   TLBB_KMOD_DEBUG=1/0  always/never add kmod-debug to the default list
@@ -15,12 +16,15 @@ set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint py3 packaging sim functional+functional-nova31 integration kmod kmod-arm64 e2e ansible deb distro tempest"}
+# The emulated kernels run on one host thread each (TCG thread=single), so
+# kmod-arm64 has a lane of its own while the other core runs kmod and the
+# single-process suites one after the other (docs/kernel-tests.md, "CI's lanes").
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint functional+functional-nova31 integration kmod-arm64+kmod,sim,py3,packaging,deb,distro e2e ansible tempest"}
 # The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
 # run for every change to kernel-module/, not for every run, as its kernel
 # build from an empty cache does not fit the budget (docs/kernel-tests.md).
 if [ -z "${TLBB_ENVS:-}" ] && tools/ci/want-kmod-debug.sh; then
-	envs="${envs/kmod /kmod kmod-debug }"
+	envs="${envs/integration /integration kmod-debug }"
 fi
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
@@ -127,10 +131,17 @@ add_up() {
 }
 
 # A token "a+b" runs envs a and b side by side (two single-process suites
-# on CI's two cores); their logs are printed whole, one after the other,
-# when both have ended.
+# on CI's two cores); "a+b,c" runs a in one lane and b then c in another.
+# The logs are printed whole, lane after lane, when every lane has ended.
+run_lane() {
+	local env
+	for env in ${1//,/ }; do
+		run_env "$env"
+	done
+}
+
 for group in $envs; do
-	members=${group//+/ }
+	members=${group//[+,]/ }
 	for env in $members; do
 		echo "== tox -e $env (limit ${limit[$env]:-1200} s," \
 			"log $logdir/$env.log)"
@@ -144,8 +155,8 @@ for group in $envs; do
 		wait "$pid"
 		wait "$tailpid"
 	else
-		for env in $members; do
-			run_env "$env" &
+		for lane in ${group//+/ }; do
+			run_lane "$lane" &
 		done
 		wait
 		for env in $members; do
