@@ -18,21 +18,39 @@ aligned huge pages, low address first), one call per slot, and
   sleeps so that its busy time stays under that share of the time since
   it started.
 
-A slot the kernel refuses (``EINVAL`` on a range tlbbalance.ko holds with
-``VM_NOHUGEPAGE``, ``EAGAIN``/``ENOMEM`` when no huge page can be had) is
-counted and skipped. The kernel needs ``CAP_SYS_NICE`` and ptrace access
-to the process.
+A slot nothing has touched is not a failure: the kernel (6.1, 6.12 and
+6.18 alike) answers ``EINVAL`` for a slot with no page mapped, the same
+errno as for a range tlbbalance.ko holds with ``VM_NOHUGEPAGE``. So after
+an ``EINVAL`` the slot's pages are looked up in ``/proc/PID/pagemap``:
+with no resident page (none present but the shared zero page, none
+swapped) it is counted ``untouched``; with resident pages it stays small
+and is refused. ``EAGAIN`` (the pages were busy) is tried again a few
+times before it counts as refused; ``ENOMEM`` and other errnos are
+refused at once. Refused slots are counted and skipped. The kernel needs
+``CAP_SYS_NICE`` and ptrace access to the process.
 """
 
 import ctypes
 import errno
 import os
 import platform
+import struct
 import time
 
 MADV_COLLAPSE = 25
 # The generic syscall table's number, the same on x86_64 and arm64.
 SYS_PROCESS_MADVISE = {'x86_64': 440, 'aarch64': 440}
+# EAGAIN (pages locked, isolated, or under writeback): tries in all, and
+# the pause between them
+EAGAIN_TRIES = 3
+EAGAIN_PAUSE_S = 0.01
+# /proc/PID/pagemap (Documentation/admin-guide/mm/pagemap.rst): one
+# little-endian 64-bit entry per page
+PM_PRESENT = 1 << 63
+PM_SWAP = 1 << 62
+PM_FILE = 1 << 61
+PM_MMAP_EXCLUSIVE = 1 << 56
+PAGE_SIZE = os.sysconf('SC_PAGE_SIZE')
 
 
 class CollapseError(Exception):
@@ -45,6 +63,7 @@ class Result:
     def __init__(self):
         self.slots = 0          # slots asked
         self.collapsed = 0      # calls that succeeded (huge now, or before)
+        self.untouched = 0      # EINVAL, and no resident page: nothing to do
         self.refused = {}       # errno name -> slots
         self.busy_s = 0.0       # time inside the calls
         self.total_s = 0.0      # wall time, pauses included
@@ -55,6 +74,7 @@ class Result:
 
     def as_dict(self):
         return {'slots': self.slots, 'collapsed': self.collapsed,
+                'untouched': self.untouched,
                 'refused': dict(self.refused),
                 'busy_s': round(self.busy_s, 6),
                 'total_s': round(self.total_s, 6),
@@ -91,22 +111,53 @@ def _syscall_madvise():
     return madvise
 
 
+def resident_pages(pid, addr, length):
+    """Resident pages of ``pid`` in ``[addr, addr + length)`` from
+    /proc/PID/pagemap: swapped, or present and not the shared zero page.
+
+    A present entry counts when the page is mapped once (``exclusive``:
+    private anonymous memory such as QEMU's guest RAM) or is a file page;
+    a present entry with neither flag is the zero page a read of untouched
+    memory maps (or a page shared by KSM or a fork: not counted). Raises
+    OSError (named by path) when pagemap cannot be read.
+    """
+    path = '/proc/%d/pagemap' % pid
+    n = length // PAGE_SIZE
+    try:
+        with open(path, 'rb') as f:
+            f.seek(addr // PAGE_SIZE * 8)
+            data = f.read(n * 8)
+    except OSError as exc:
+        raise OSError(exc.errno, '%s: %s' % (path, exc.strerror)) from None
+    count = 0
+    for (e,) in struct.iter_unpack('<Q', data):
+        if e & PM_SWAP or (e & PM_PRESENT and
+                           e & (PM_MMAP_EXCLUSIVE | PM_FILE)):
+            count += 1
+    return count
+
+
 def collapse(pid, ranges, slot_size, limit=None, count=None, cpu_share=1.0,
-             clock=time.monotonic, sleep=time.sleep, madvise=None):
+             clock=time.monotonic, sleep=time.sleep, madvise=None,
+             resident=None):
     """Collapse the slots of ``ranges`` of process ``pid``; a :class:`Result`.
 
     ``limit``: the most huge pages the ranges may hold (None: no limit),
     with ``count()`` returning how many they hold now (needed with a
     limit). ``cpu_share``: 0 < share <= 1 of one CPU. ``madvise(pidfd,
     addr, length, advice) -> errno or 0`` is the system call (tests give
-    their own). Raises :class:`CollapseError` when the process is gone,
-    the caller may not advise it, or the kernel has no process_madvise.
+    their own), ``resident(pid, addr, length) -> pages`` the look-up
+    that tells an untouched slot from a refused one (default
+    :func:`resident_pages`). Raises :class:`CollapseError` when the
+    process is gone, the caller may not advise it, or the kernel has no
+    process_madvise.
     """
     if not 0 < cpu_share <= 1:
         raise ValueError('cpu_share %r: not in (0, 1]' % (cpu_share,))
     if limit is not None and count is None:
         raise ValueError('a limit needs count()')
     madvise = madvise or _syscall_madvise()
+    resident = resident or resident_pages
     res = Result()
     try:
         pidfd = os.pidfd_open(pid)
@@ -123,9 +174,13 @@ def collapse(pid, ranges, slot_size, limit=None, count=None, cpu_share=1.0,
                         res.stopped_at_limit = True
                         break
                 room -= 1
-            t = clock()
-            err = madvise(pidfd, addr, slot_size, MADV_COLLAPSE)
-            res.busy_s += clock() - t
+            for tries_left in range(EAGAIN_TRIES - 1, -1, -1):
+                t = clock()
+                err = madvise(pidfd, addr, slot_size, MADV_COLLAPSE)
+                res.busy_s += clock() - t
+                if err != errno.EAGAIN or not tries_left:
+                    break
+                sleep(EAGAIN_PAUSE_S)
             res.slots += 1
             if not err:
                 res.collapsed += 1
@@ -133,6 +188,9 @@ def collapse(pid, ranges, slot_size, limit=None, count=None, cpu_share=1.0,
                          errno.EBADF):
                 raise CollapseError('pid %d: process_madvise(MADV_COLLAPSE)'
                                     ': %s' % (pid, os.strerror(err)))
+            elif err == errno.EINVAL and not _resident(resident, pid, addr,
+                                                       slot_size):
+                res.untouched += 1
             else:
                 name = errno.errorcode.get(err, str(err))
                 res.refused[name] = res.refused.get(name, 0) + 1
@@ -144,6 +202,13 @@ def collapse(pid, ranges, slot_size, limit=None, count=None, cpu_share=1.0,
         os.close(pidfd)
         res.total_s = clock() - t0
     return res
+
+
+def _resident(resident, pid, addr, length):
+    try:
+        return resident(pid, addr, length)
+    except OSError as exc:
+        raise CollapseError('pid %d: %s' % (pid, exc)) from None
 
 
 def smaps_huge(pid, ranges, slot_size):

@@ -15,9 +15,9 @@ names of ``tlbb_choices.def`` as well as the numbers, and is carried as its
 number (what releases before the names read and write).
 """
 
-import dataclasses
 
 from nova_tlbbalance import module_defs
+from nova_tlbbalance import record
 from nova_tlbbalance.shown import shown
 
 PREFIX = 'tlbbalance'
@@ -33,7 +33,7 @@ _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 _FALSE = ('0', 'f', 'false', 'off', 'n', 'no')
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record(frozen=True)
 class Spec:
     """One ``tlbbalance:<name>`` extra spec."""
 

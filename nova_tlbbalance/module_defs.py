@@ -11,11 +11,11 @@ limits and modes are parsed by :mod:`nova_tlbbalance.module_iface` (light
 enough for every libvirt hook phase) and offered here too.
 """
 
-import dataclasses
 import functools
 import os
 import re
 
+from nova_tlbbalance import record
 from nova_tlbbalance.module_iface import limit  # noqa: F401
 from nova_tlbbalance.module_iface import limits  # noqa: F401
 from nova_tlbbalance.module_iface import mode_names  # noqa: F401
@@ -37,7 +37,7 @@ STAT_TYPES = ('counter', 'gauge', 'info')
 STAT_UNITS = ('pages', 'refills', 'ticks', 'cpus', 'permille', 'none')
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record(frozen=True)
 class Choice:
     """One named value of an enumerated tunable (tlbb_choices.def)."""
     value: int
@@ -45,7 +45,7 @@ class Choice:
     help: str
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record(frozen=True)
 class Param:
     name: str
     default: int
@@ -95,7 +95,7 @@ class Param:
         return value
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record(frozen=True)
 class Stat:
     """One per-VM statistic (tlbb_stats.def): ``kind`` how the module
     prints it, ``type`` counter, gauge or info, ``unit`` what it counts."""

@@ -32,10 +32,10 @@ Only the standard library is used here (the libvirt hook imports this module
 and must start fast). Bad input raises ValueError naming the culprit.
 """
 
-import dataclasses
 import xml.etree.ElementTree as ET
 
 from nova_tlbbalance import extra_specs as es
+from nova_tlbbalance import record
 from nova_tlbbalance.shown import shown
 
 NS = 'http://openstack.org/xmlns/tlbbalance/1.0'
@@ -79,7 +79,7 @@ def _xml_absent(name):
     return XML_ABSENT.get(name) or _default(name)
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record(frozen=True)
 class Unknown:
     """A part of a policy that a newer release wrote and this one does not
     know: ``kind`` 'extra spec' (``name`` without the prefix),
@@ -107,29 +107,28 @@ class Unknown:
         return 'attribute %s of <%s:policy>' % (self.name, NS_PREFIX)
 
 
-@dataclasses.dataclass
+@record.record
 class Policy:
     """What a flavor asks of tlbbalance for one VM."""
 
-    mode: str = dataclasses.field(default_factory=lambda: _default('mode'))
-    backing: str = dataclasses.field(
+    mode: str = record.field(default_factory=lambda: _default('mode'))
+    backing: str = record.field(
         default_factory=lambda: _default('backing'))
-    tlbi_scope: str = dataclasses.field(
+    tlbi_scope: str = record.field(
         default_factory=lambda: _default('tlbi_scope'))
-    strict: bool = dataclasses.field(
+    strict: bool = record.field(
         default_factory=lambda: _default('strict') == 'true')
     # backing=thp: pre-fault guest RAM at start (<allocation
     # mode='immediate'/>); ignored for other backings.
-    prefault: bool = dataclasses.field(
+    prefault: bool = record.field(
         default_factory=lambda: _default('prefault') == 'true')
     # Controller tunables the flavor overrides: name -> int. Parameters not
     # named here keep the module's defaults.
-    params: dict = dataclasses.field(default_factory=dict)
+    params: dict = record.field(default_factory=dict)
     # What a newer release wrote and this one ignores (tuple of Unknown;
     # not part of the policy's value: two policies that differ only here
     # ask the same of this release).
-    unknown: tuple = dataclasses.field(default=(), compare=False,
-                                       repr=False)
+    unknown: tuple = record.field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         # Canonicalise and check, so an invalid Policy cannot exist.

@@ -30,11 +30,11 @@ for what this client knows; a parameter the module does not have is left
 out of the registration, with a warning.
 """
 
-import dataclasses
 import os
 
 from nova_tlbbalance import modclient
 from nova_tlbbalance import policy as policy_mod
+from nova_tlbbalance import record
 from nova_tlbbalance.shown import shown
 
 # The configfs interface version this client knows (the module's
@@ -43,7 +43,7 @@ from nova_tlbbalance.shown import shown
 MODULE_INTERFACE = 1
 
 
-@dataclasses.dataclass
+@record.record
 class Outcome:
     """What reconcile did, or found, for one domain or registration."""
 
@@ -52,7 +52,7 @@ class Outcome:
     action: str          # registered, re-registered, removed, unchanged,
     #                      skipped, error
     detail: str
-    warnings: list = dataclasses.field(default_factory=list)
+    warnings: list = record.field(default_factory=list)
 
     @property
     def changed(self):
@@ -65,13 +65,13 @@ class Outcome:
         return '%s: %s: %s' % (who, self.action, self.detail)
 
 
-@dataclasses.dataclass
+@record.record
 class Report:
     """Every :class:`Outcome` of one run, domains first."""
 
-    outcomes: list = dataclasses.field(default_factory=list)
+    outcomes: list = record.field(default_factory=list)
     module: str = ''     # the module's state, one line
-    warnings: list = dataclasses.field(default_factory=list)
+    warnings: list = record.field(default_factory=list)
 
     @property
     def changes(self):
@@ -87,7 +87,7 @@ class Report:
             'warnings': list(self.warnings),
             'changed': len(self.changes),
             'errors': len(self.errors),
-            'outcomes': [dataclasses.asdict(o) for o in self.outcomes],
+            'outcomes': [record.asdict(o) for o in self.outcomes],
         }
 
 

@@ -19,8 +19,10 @@ def register(sub):
         'module holds (--vm), or of any process (--pid and --range), into '
         'huge pages now instead of at khugepaged\'s pace. While the module '
         'limits the VM (mode monitor or balance) no more huge pages are '
-        'formed than its limit N_hl; --cpu-share paces the work. Exit '
-        'status: 0 done, 1 some slots were refused, 2 it could not run '
+        'formed than its limit N_hl; --cpu-share paces the work. A slot '
+        'the guest never touched (no resident page) is counted untouched, '
+        'not refused. Exit status: 0 done (untouched slots included), 1 '
+        'some slots with resident pages were refused, 2 it could not run '
         '(named on stderr).')
     p.add_argument('--vm', help='a VM directory of the module (its pid, '
                    'ranges and huge_limit)')
@@ -100,9 +102,10 @@ def run(args):
     if args.json:
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        print('pid %d: %d slot(s) asked, %d collapsed, refused %s; %d huge '
-              'page(s) now%s; %.3f s (%.3f s busy)'
-              % (pid, res.slots, res.collapsed,
+        print('pid %d: %d slot(s) asked, %d collapsed, untouched: %d '
+              'slots, refused %s; %d huge page(s) now%s; %.3f s (%.3f s '
+              'busy)'
+              % (pid, res.slots, res.collapsed, res.untouched,
                  ', '.join('%s %d' % kv for kv in sorted(res.refused.items()))
                  or 'none', huge,
                  ' (limit %d%s)' % (limit, ', reached' if

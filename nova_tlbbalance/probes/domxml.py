@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The facts of a libvirt domain XML that tlbbalance needs (stdlib only)."""
 
-import dataclasses
 import xml.etree.ElementTree as ET
 
+from nova_tlbbalance import record
 from nova_tlbbalance.shown import shown
 
 # libvirt's memory units, in bytes: the one table (guest_config uses it too).
@@ -71,14 +71,14 @@ def to_bytes(elem, what, text=None, default_unit='KiB'):
             from None
 
 
-@dataclasses.dataclass
+@record.record
 class NumaCell:
     id: int
     memory: int          # bytes
     cpus: tuple
 
 
-@dataclasses.dataclass
+@record.record
 class Domain:
     name: str
     uuid: str

@@ -23,8 +23,9 @@ highest) and marked ``ambiguous``; the CLI cross-checks every block with
 QEMU's own ``gpa2hva``.
 """
 
-import dataclasses
 import re
+
+from nova_tlbbalance import record
 
 GiB = 1024 ** 3
 FOUR_G = 4 * GiB
@@ -35,7 +36,7 @@ _MAPS_RE = re.compile(
     r'(?P<path>.*)$', re.M)
 
 
-@dataclasses.dataclass
+@record.record
 class Vma:
     start: int
     end: int
@@ -47,7 +48,7 @@ class Vma:
         return self.end - self.start
 
 
-@dataclasses.dataclass
+@record.record
 class Block:
     """One RAM backend of the guest."""
     id: str
@@ -58,7 +59,7 @@ class Block:
     ambiguous: bool = False
 
 
-@dataclasses.dataclass
+@record.record
 class Range:
     """One contiguous GPA range of guest RAM and its host address."""
     block: str

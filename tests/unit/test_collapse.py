@@ -10,6 +10,7 @@ slots of small pages, collapsed whole, then up to a limit, and through
 
 import ctypes
 import errno
+import json
 import mmap
 import os
 import subprocess
@@ -85,9 +86,48 @@ def test_refused_slots_counted_and_skipped():
     errs = {SLOT: errno.EINVAL, 3 * SLOT: errno.EAGAIN}
     res = collapse.collapse(os.getpid(), [(0, 4 * SLOT)], SLOT, clock=clock,
                             sleep=clock.sleep,
-                            madvise=fake_madvise(clock, errs=errs))
-    assert res.collapsed == 2
+                            madvise=fake_madvise(clock, errs=errs),
+                            resident=lambda pid, addr, n: 512)
+    assert res.collapsed == 2 and res.untouched == 0
     assert res.refused == {'EINVAL': 1, 'EAGAIN': 1}
+
+
+def test_einval_on_an_untouched_slot_is_not_a_failure():
+    """The kernel answers EINVAL for a slot with nothing mapped (a lazy
+    guest's untouched RAM) as for a VM_NOHUGEPAGE one: the slot's
+    resident pages tell them apart."""
+    clock, looked = FakeClock(), []
+    errs = {0: errno.EINVAL, SLOT: errno.EINVAL, 2 * SLOT: errno.ENOMEM}
+
+    def resident(pid, addr, length):
+        looked.append(addr)
+        assert (pid, length) == (os.getpid(), SLOT)
+        return 3 if addr == SLOT else 0
+    res = collapse.collapse(os.getpid(), [(0, 4 * SLOT)], SLOT, clock=clock,
+                            sleep=clock.sleep,
+                            madvise=fake_madvise(clock, errs=errs),
+                            resident=resident)
+    assert looked == [0, SLOT]       # only after EINVAL
+    assert (res.slots, res.collapsed, res.untouched) == (4, 1, 1)
+    assert res.refused == {'EINVAL': 1, 'ENOMEM': 1}
+    assert res.as_dict()['untouched'] == 1
+
+
+def test_eagain_tried_again_then_refused():
+    clock, calls = FakeClock(), []
+    seq = {0: [errno.EAGAIN, errno.EAGAIN, 0],
+           SLOT: [errno.EAGAIN] * collapse.EAGAIN_TRIES}
+
+    def madvise(pidfd, addr, length, advice):
+        calls.append(addr)
+        return seq[addr].pop(0)
+    res = collapse.collapse(os.getpid(), [(0, 2 * SLOT)], SLOT, clock=clock,
+                            sleep=clock.sleep, madvise=madvise)
+    assert calls == [0] * 3 + [SLOT] * collapse.EAGAIN_TRIES
+    assert res.collapsed == 1 and res.refused == {'EAGAIN': 1}
+    # a pause between tries, none after the last
+    assert clock.sleeps.count(collapse.EAGAIN_PAUSE_S) == \
+        2 + collapse.EAGAIN_TRIES - 1
 
 
 def test_fatal_errors_name_the_pid():
@@ -195,8 +235,105 @@ def test_cli_collapse_pid_and_range(child, capsys):
                '%#x:%#x' % (addr, length), '--cpu-share', '1'])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert 'pid %d: 4 slot(s) asked, 4 collapsed, refused none; 4 huge' \
-        % pid in out
+    assert 'pid %d: 4 slot(s) asked, 4 collapsed, untouched: 0 slots, ' \
+        'refused none; 4 huge' % pid in out
+
+
+LAZY_CHILD = textwrap.dedent('''
+    import ctypes, mmap, sys
+    slot, kinds = int(sys.argv[1]), sys.argv[2]
+    m = mmap.mmap(-1, (len(kinds) + 1) * slot,
+                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    off = -base % slot
+    m.madvise(mmap.MADV_HUGEPAGE, 0, len(m))
+    for k, kind in enumerate(kinds):
+        o = off + k * slot
+        if kind == 'u':      # untouched: nothing mapped
+            continue
+        m.madvise(mmap.MADV_NOHUGEPAGE, o, slot)    # fault small pages
+        if kind == 'z':      # read only: the shared zero page mapped
+            sum(m[i] for i in range(o, o + slot, 4096))
+        else:
+            for i in range(o, o + slot, 4096):
+                m[i] = 1
+        if kind == 'd':      # touched, then dropped: a page table, no page
+            m.madvise(mmap.MADV_DONTNEED, o, slot)
+        if kind != 'n':      # 'n': VM_NOHUGEPAGE kept, as the module does
+            m.madvise(mmap.MADV_HUGEPAGE, o, slot)
+    print(base + off, flush=True)
+    sys.stdin.read()
+''')
+
+
+@pytest.fixture
+def lazy_child():
+    """A process holding slots of each kind: 'u' untouched, 's' small
+    pages, 'z' the zero page only, 'd' dropped, 'n' small pages under
+    VM_NOHUGEPAGE (what tlbbalance.ko holds)."""
+    why = kernel_refuses_collapse()
+    if why:
+        pytest.skip('a kernel capability this machine lacks: %s' % why)
+    procs = []
+
+    def start(kinds):
+        p = subprocess.Popen([sys.executable, '-c', LAZY_CHILD, str(SLOT),
+                              kinds], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        return p.pid, int(p.stdout.readline())
+    yield start
+    for p in procs:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
+def test_real_resident_pages(lazy_child):
+    pid, addr = lazy_child('uszdn')
+    got = [collapse.resident_pages(pid, addr + k * SLOT, SLOT)
+           for k in range(5)]
+    assert got == [0, 512, 0, 0, 512], got
+    with pytest.raises(OSError, match='/proc/2147483647/pagemap'):
+        collapse.resident_pages(2 ** 31 - 1, addr, SLOT)
+
+
+def test_real_untouched_slots_are_not_refused(lazy_child):
+    """This kernel's own answers, slot by slot: EINVAL for an untouched
+    or dropped slot (6.1, 6.12, 6.18), counted untouched; a VM_NOHUGEPAGE
+    slot with its pages resident still refused. The zero-page slot is
+    collapsed (6.18) or refused with EINVAL and counted untouched (6.1,
+    6.12): either way not a failure."""
+    pid, addr = lazy_child('usdzn')
+    res = collapse.collapse(pid, [(addr, 5 * SLOT)], SLOT)
+    assert res.refused == {'EINVAL': 1}, res.as_dict()
+    assert res.collapsed + res.untouched == 4, res.as_dict()
+    assert res.untouched >= 2, res.as_dict()
+    assert collapse.resident_pages(pid, addr + SLOT, SLOT) == 512
+
+
+def test_cli_collapse_lazy_exits_0(lazy_child, capsys):
+    """A lazily faulted process (untouched slots between touched ones):
+    exit status 0, the untouched slots named as such."""
+    pid, addr = lazy_child('usus')
+    rc = main(['collapse', '--pid', str(pid), '--range',
+               '%#x:%#x' % (addr, 4 * SLOT), '--cpu-share', '1'])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert ('pid %d: 4 slot(s) asked, 2 collapsed, untouched: 2 slots, '
+            'refused none; 2 huge' % pid) in out
+    rc = main(['collapse', '--pid', str(pid), '--range',
+               '%#x:%#x' % (addr, 4 * SLOT), '--json'])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)['untouched'] == 2
+
+
+def test_cli_collapse_refused_exits_1(lazy_child, capsys):
+    pid, addr = lazy_child('sn')
+    rc = main(['collapse', '--pid', str(pid), '--range',
+               '%#x:%#x' % (addr, 2 * SLOT)])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert 'untouched: 0 slots, refused EINVAL 1' in out
 
 
 def test_cli_collapse_bad_input(capsys):

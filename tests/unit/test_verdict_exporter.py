@@ -15,6 +15,7 @@ from nova_tlbbalance import policy
 from nova_tlbbalance import modclient
 from nova_tlbbalance import module_defs
 from nova_tlbbalance import module_status
+from nova_tlbbalance import record
 from nova_tlbbalance.cli import status
 from nova_tlbbalance.probes import records
 from nova_tlbbalance.probes import verdict
@@ -317,7 +318,7 @@ def test_stat_types_and_units_come_from_the_def(monkeypatch):
     assert fams['tlbbalance_splits'].type == 'counter'
 
     def with_splits(**columns):
-        table = tuple(dataclasses.replace(s, **columns)
+        table = tuple(type(s)(**dict(record.asdict(s), **columns))
                       if s.name == 'splits' else s
                       for s in module_defs.stats())
         monkeypatch.setattr(module_defs, 'stats', lambda: table)

@@ -1,10 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A real live migration of a tagged THP server between two compute
+"""A real live migration of tagged THP servers between two compute
 hosts, asserted on both hosts (docs/cloud.md, "Live migration").
 
-On the destination: the THP backing in the live XML, THP coverage of the
-guest RAM >= ``[tlbbalance] thp_coverage_min`` within
-``thp_coverage_timeout`` s of ACTIVE, every RAM block aligned, and the
+Two servers booted side by side (one boot wait), migrated one after the
+other: a pre-faulting flavor (``tlbbalance:prefault=true``: all its RAM
+is allocated on the destination, the coverage of all of it is judged)
+and the default, lazy flavor (only the pages the guest touched travel:
+untouched RAM stays unmapped on the destination, so the coverage of its
+*resident* RAM is judged, the figure ``tlbbalance verify`` judges a lazy
+guest on).
+
+On the destination: the THP backing in the live XML, THP coverage >=
+``[tlbbalance] thp_coverage_min`` within ``thp_coverage_timeout`` s of
+ACTIVE, every RAM block aligned, and the
 registration where the module is loaded (a host without it: the hook
 says "module absent" and the guest runs unregistered). On the source:
 no domain, no registration, none of libvirt's files of the domain, no
@@ -17,6 +25,7 @@ import time
 
 from oslo_log import log as logging
 from tempest import config
+from tempest.common import waiters
 from tempest.lib import decorators
 
 from tlbbalance_tempest_plugin import hosts
@@ -38,25 +47,37 @@ class LiveMigrationTest(base.TLBBalanceTest):
             raise cls.skipException('[tlbbalance] live_migration_hosts '
                                     'names fewer than two hosts')
 
-    def _coverage(self, host, domain):
-        rep = host.vm(domain) or {}
-        return 100.0 * ((rep.get('coverage') or {}).get('coverage') or 0.0)
+    def _coverage(self, host, domain, resident):
+        """THP coverage in %: of all the guest RAM, or (``resident``) of
+        its resident RAM (proc.smaps_huge's ``resident_coverage``)."""
+        cov = (host.vm(domain) or {}).get('coverage') or {}
+        key = 'resident_coverage' if resident else 'coverage'
+        return 100.0 * (cov.get(key) or 0.0)
 
     @decorators.idempotent_id('5c1d0e8a-7b0f-4a53-9d0e-3f1e8b6a2c01')
     def test_live_migrate_thp_server(self):
         src_name, dst_name = CONF.tlbbalance.live_migration_hosts[:2]
-        want = CONF.tlbbalance.thp_coverage_min
-        # prefault: all guest RAM is on the destination at ACTIVE (QEMU
-        # allocates it there), the coverage of all of it is judged; a lazy
-        # guest (the default) gets only the pages it touched, zero pages
-        # stay unmapped, so the coverage of all its RAM stays below the
-        # bound (CI, 2026-11-27): its resident coverage is what counts
-        flavor = self.tagged_flavor(mode='monitor', prefault='true')
         # booted by the admin on the first host (nova:HOST, an admin's
-        # right), so the second is another host for sure
-        server = self.create_test_server(
-            clients=self.os_admin, flavor=flavor['id'], networks='none',
-            availability_zone='nova:%s' % src_name, wait_until='ACTIVE')
+        # right), so the second is another host for sure; both at once
+        # (one boot wait), the lazy one first
+        lazy = self.create_test_server(
+            clients=self.os_admin,
+            flavor=self.tagged_flavor(mode='monitor')['id'],
+            networks='none', availability_zone='nova:%s' % src_name,
+            wait_until=None)
+        pre = self.create_test_server(
+            clients=self.os_admin,
+            flavor=self.tagged_flavor(mode='monitor', prefault='true')['id'],
+            networks='none', availability_zone='nova:%s' % src_name,
+            wait_until='ACTIVE')
+        waiters.wait_for_server_status(self.admin_servers_client,
+                                       lazy['id'], 'ACTIVE')
+        self._migrate_and_check(pre, src_name, dst_name, 'prefault')
+        self._migrate_and_check(lazy, src_name, dst_name, 'lazy')
+
+    def _migrate_and_check(self, server, src_name, dst_name, kind):
+        want = CONF.tlbbalance.thp_coverage_min
+        resident = kind == 'lazy'
         src, domain = self.where(server['id'])
         self.assertEqual(src_name, src.name)
         self.assert_tagged(src, domain, 'monitor')
@@ -90,27 +111,31 @@ class LiveMigrationTest(base.TLBBalanceTest):
         # the backing in the live XML of the destination
         pol = self.assert_tagged(dst, domain, 'monitor')
         self.assertEqual('thp', pol['backing'])
+        # (absent: true, nova_tlbbalance/policy.py XML_ABSENT)
+        self.assertEqual('false' if resident else 'true',
+                         pol.get('prefault', 'true'))
 
         # THP coverage: at ACTIVE, then >= want within the bound, then
         # at ACTIVE + the bound (it holds)
-        at_active = self._coverage(dst, domain)
+        at_active = self._coverage(dst, domain, resident)
         bound = CONF.tlbbalance.thp_coverage_timeout
 
         def covered():
-            pct = self._coverage(dst, domain)
+            pct = self._coverage(dst, domain, resident)
             return pct if pct >= want else None
         hosts.wait_until(
-            'THP coverage >= %.1f %% of %s on %s'
-            % (want, domain, dst.name),
+            'THP coverage >= %.1f %% of %s (%s) on %s'
+            % (want, domain, kind, dst.name),
             covered, max(1, bound - (time.monotonic() - t_active)),
             interval=0.5)
         reached_s = time.monotonic() - t_active
         time.sleep(max(0, bound - (time.monotonic() - t_active)))
-        at_bound = self._coverage(dst, domain)
+        at_bound = self._coverage(dst, domain, resident)
         self.assertGreaterEqual(at_bound, want)
 
         # every RAM block aligned; the whole verdict (registration judged
-        # where the module is loaded)
+        # where the module is loaded; a lazy guest judged on its resident
+        # RAM, verdict.judged_on_resident)
         module = dst.module_loaded()
         reasons = dst.verify(domain, module=module, min_coverage=want)
         self.assertEqual([], reasons, 'verify %s on %s' % (domain,
@@ -147,9 +172,13 @@ class LiveMigrationTest(base.TLBBalanceTest):
             self.assertEqual([], left, 'hook state of %s left on %s'
                              % (domain, src.name))
 
-        LOG.info('FIGURES live migration %s %s -> %s: %.1f s to ACTIVE; '
-                 'THP coverage %.1f %% at ACTIVE, >= %.1f %% after %.1f s, '
-                 '%.1f %% at +%d s; %d RAM block(s), all aligned; %s',
-                 domain, src.name, dst.name, migration_s, at_active, want,
-                 reached_s, at_bound, bound, len(rep['ranges']),
+        cov = rep['coverage']
+        LOG.info('FIGURES live migration %s (%s) %s -> %s: %.1f s to '
+                 'ACTIVE; THP coverage%s %.1f %% at ACTIVE, >= %.1f %% after '
+                 '%.1f s, %.1f %% at +%d s (%.1f of %.1f MiB resident); '
+                 '%d RAM block(s), all aligned; %s',
+                 domain, kind, src.name, dst.name, migration_s,
+                 ' of resident RAM' if resident else '', at_active, want,
+                 reached_s, at_bound, bound, (cov.get('rss') or 0) / 2 ** 20,
+                 (cov.get('size') or 0) / 2 ** 20, len(rep['ranges']),
                  registration)
