@@ -43,12 +43,13 @@ Where the XML is built:
     when nova knows the destination's vCPU pins
     (``migrate_data.dst_numa_info``) and file backing, and only the
     destination can read its own CPU topology and see its kernel module.
-    There :func:`nova_tlbbalance.rules.check_destination` and, for a strict
-    guest, :func:`nova_tlbbalance.rules.strict_host` judge the *running*
-    policy carried in the migrate data, the one the destination XML keeps
-    (not the flavor resolved against this host's ``[tlbbalance]``
-    options, which may differ): a refusal is a pre-check error, the guest
-    stays ACTIVE on the source and the conductor tries another host.
+    There :func:`nova_tlbbalance.rules.check_destination` and, for a
+    strict guest, :func:`nova_tlbbalance.preconditions.strict_host` judge
+    the *running* policy carried in the migrate data, the one the
+    destination XML keeps (not the flavor resolved against this host's
+    ``[tlbbalance]`` options, which may differ): a refusal is a pre-check
+    error, the guest stays ACTIVE on the source and the conductor tries
+    another host.
   * ``_live_migration_operation`` runs on the source and hands nova's
     destination XML to libvirt through ``guest.migrate(destination_xml=)``.
     The override passes a :class:`_PolicyKeepingGuest` (same libvirt domain)
@@ -364,9 +365,9 @@ class TLBBalanceLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _tlbb_strict_host(policy):
         """A strict guest's preconditions on this host, before it moves
         here (the boot path's :meth:`_tlbb_check_preconditions` without a
-        domain XML: rules.strict_host)."""
+        domain XML: preconditions.strict_host)."""
         try:
-            rules.strict_host(policy, SYS_ROOT, CONFIGFS)
+            preconditions.strict_host(policy, SYS_ROOT, CONFIGFS)
         except rules.Unmet as exc:
             raise rules.Conflict('%s: %s' % (
                 tlbb_policy.NS_PREFIX,

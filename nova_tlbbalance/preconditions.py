@@ -5,7 +5,7 @@ The strict-precondition part of :mod:`nova_tlbbalance.rules` (its
 :class:`~nova_tlbbalance.rules.Unmet`): one check, three callers: the
 libvirt hook's ``prepare`` phase (every start, nova or not), the nova driver
 plugin before it hands a strict guest to libvirt, and the plugin's live
-migration pre-check on the destination (:func:`rules.strict_host`). The
+migration pre-check on the destination (:func:`strict_host`). The
 plugin's check is what makes a strict build fail with its reason: a hook
 refusal is a libvirt error to nova, which reschedules and ends with
 "Exceeded maximum number of retries", the reason lost.
@@ -111,4 +111,18 @@ def check(dom, pol, sys_root='/sys', proc_root='/proc', configfs=None,
     found = [memory(dom, pol, sys_root, proc_root)]
     if need_module:
         found.append(module(pol, configfs))
+    return found
+
+
+def strict_host(policy, sys_root='/sys', configfs=None):
+    """The strict preconditions a host must meet before a guest running
+    ``policy`` moves there, judged without its domain XML (none exists on
+    the destination yet): host THP not ``never`` for THP backing, the
+    module loaded for a mode other than off. hugetlbfs pages are nova's
+    claim on the destination (and the hook's ``prepare`` there). Returns
+    the lines found, or raises Unmet. Only for a strict policy."""
+    found = []
+    if policy.backing == 'thp':
+        found.append(thp(sys_root))
+    found.append(module(policy, configfs))
     return found

@@ -189,7 +189,7 @@ def domain(name, xml, client, config, claimed=None):
     for the domain's own faults: they are an 'error' outcome naming it).
     ``config``: the hook's settings (run_dir, proc, sys).
     ``claimed``: a set the domain's VM directory name is added to."""
-    from nova_tlbbalance.hook import phases     # inspect(): the hook's own
+    from nova_tlbbalance import rules           # as the hook judges it
     from nova_tlbbalance.probes import domxml
     try:
         pol = policy_mod.Policy.from_domain_xml(xml)
@@ -211,8 +211,8 @@ def domain(name, xml, client, config, claimed=None):
         return Outcome(name, vm, 'error', 'not touched: %s' % refusal,
                        warnings)
     try:
-        pid, threads, ranges, problems = phases.inspect(dom, pol, config)
-    except (LookupError, OSError, ValueError, phases.Failure) as exc:
+        pid, threads, ranges, problems = rules.running(dom, pol, config)
+    except (LookupError, OSError, ValueError) as exc:
         return Outcome(name, vm, 'error', 'cannot inspect its QEMU: %s'
                        % exc, warnings)
     warnings += problems

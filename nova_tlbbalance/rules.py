@@ -12,9 +12,10 @@ Three judgments, whoever asks:
   use);
 - **strict preconditions**: what the host must offer before a strict guest
   starts there, or moves there (:func:`check_file_backing`,
-  :func:`check_destination`, :func:`strict_host`; the per-domain memory
-  and module checks live in :mod:`nova_tlbbalance.preconditions` and raise
-  :class:`Unmet` from here).
+  :func:`check_destination`; the host, memory and module checks,
+  ``preconditions.strict_host`` among them, live in
+  :mod:`nova_tlbbalance.preconditions`, which imports this module, and
+  raise :class:`Unmet` from here).
 
 Callers: the nova driver plugin at boot (``_get_guest_xml``) and at every
 move (the live migration pre-checks on the source and the destination),
@@ -205,16 +206,42 @@ def check_destination(policy, file_backed_memory=False, pins=None, nvcpu=0,
     check_pins(pins, nvcpu, policy, topology)
 
 
-def strict_host(policy, sys_root='/sys', configfs=None):
-    """The strict preconditions a host must meet before a guest running
-    ``policy`` moves there, judged without its domain XML (none exists on
-    the destination yet): host THP not ``never`` for THP backing, the
-    module loaded for a mode other than off. hugetlbfs pages are nova's
-    claim on the destination (and the hook's ``prepare`` there). Returns
-    the lines found, or raises Unmet. Only for a strict policy."""
-    from nova_tlbbalance import preconditions
-    found = []
-    if policy.backing == 'thp':
-        found.append(preconditions.thp(sys_root))
-    found.append(preconditions.module(policy, configfs))
-    return found
+# -- a running guest ---------------------------------------------------------
+
+class NoVcpuThreads(LookupError):
+    """The QEMU process has no vCPU threads to judge (yet, or any more)."""
+
+
+def running(dom, pol, config):
+    """(pid, vcpu threads, ranges, problems) of the running domain ``dom``
+    under policy ``pol``: its QEMU pid, vCPU threads and guest RAM ranges
+    as the host shows them (``config``: run_dir, proc, sys), and what the
+    alignment and TLBI-scope rules find wrong with them, in this module's
+    wording. The libvirt hook's ``started`` and reconcile judge a running
+    guest through this one call. Raises NoVcpuThreads, LookupError (no
+    QEMU pid) or OSError (/proc unreadable)."""
+    from nova_tlbbalance.probes import memmap
+    from nova_tlbbalance.probes import proc
+    pid = proc.qemu_pid(dom.name, config.run_dir)
+    threads = proc.vcpu_threads(pid, config.proc)
+    if not threads:
+        raise NoVcpuThreads('QEMU pid %d has no vCPU threads ("CPU n/KVM")'
+                            % pid)
+    blocks, ranges = memmap.guest_ram(dom, pid, config.proc)
+    page = hostfacts.guest_page_size(
+        dom, config.proc, config.sys,
+        hugetlbfs=pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs)
+    problems = []
+    if page is None:
+        problems.append(page_size_unknown(config.sys))
+    else:
+        problems.extend(misaligned(ranges, page))
+    if pol.tlbi_scope in ('die', 'cluster'):
+        allowed = set()
+        for _, tid, _ in threads:
+            allowed.update(proc.affinity(tid))
+        problem = scope_problem(pol.tlbi_scope, allowed,
+                                hostfacts.cpu_topology(config.sys))
+        if problem:
+            problems.append(problem)
+    return pid, threads, ranges, problems

@@ -111,33 +111,14 @@ def scope_problem(scope, allowed, topo):
 
 
 def inspect(dom, pol, config):
-    """(pid, vcpu threads, ranges, problems) of the running domain."""
-    from nova_tlbbalance import hostfacts
-    from nova_tlbbalance.probes import memmap
-    from nova_tlbbalance.probes import proc
-    pid = proc.qemu_pid(dom.name, config.run_dir)
-    threads = proc.vcpu_threads(pid, config.proc)
-    if not threads:
-        raise Failure('QEMU pid %d has no vCPU threads ("CPU n/KVM")' % pid)
-    blocks, ranges = memmap.guest_ram(dom, pid, config.proc)
-    page = hostfacts.guest_page_size(
-        dom, config.proc, config.sys,
-        hugetlbfs=pol.backing == 'hugetlbfs' or dom.uses_hugetlbfs)
+    """(pid, vcpu threads, ranges, problems) of the running domain
+    (:func:`nova_tlbbalance.rules.running`); a QEMU without vCPU threads
+    fails the phase."""
     from nova_tlbbalance import rules
-    problems = []
-    if page is None:
-        problems.append(rules.page_size_unknown(config.sys))
-    else:
-        problems.extend(rules.misaligned(ranges, page))
-    if pol.tlbi_scope in ('die', 'cluster'):
-        allowed = set()
-        for _, tid, _ in threads:
-            allowed.update(proc.affinity(tid))
-        problem = scope_problem(pol.tlbi_scope, allowed,
-                                hostfacts.cpu_topology(config.sys))
-        if problem:
-            problems.append(problem)
-    return pid, threads, ranges, problems
+    try:
+        return rules.running(dom, pol, config)
+    except rules.NoVcpuThreads as exc:
+        raise Failure(str(exc)) from None
 
 
 def _module_absent(config, log):

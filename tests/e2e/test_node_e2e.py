@@ -288,7 +288,14 @@ def test_vm_started_without_module_runs_unmanaged(node, payload):
                    % (scenario.CONFIGFS, d, scenario.CONFIGFS, d))
     node.check('rmmod tlbbalance')
     try:
-        scenario.start_vm(node, name, payload, specs=SPECS, mem_mib=128)
+        # Pre-faulted: in the CI trial of 2026-11-27 a lazy 128 MiB guest
+        # here printed 'ready' and never 'touched' in 300 s (the node's
+        # state was not kept; passed in the four runs before). Until that
+        # is understood this test, which is about the module being
+        # absent, takes the allocation at start, as it did until the lazy
+        # default; the balanced VM stays lazy.
+        scenario.start_vm(node, name, payload,
+                          specs=dict(SPECS, prefault='true'), mem_mib=128)
         scenario.wait_payload(node, name, timeout=300, passes=8)
         assert node.check('virsh domstate %s' % name).strip() == 'running'
         data = json.loads(node.check('tlbbalance status --json'))

@@ -81,16 +81,17 @@ def test_strict_host(tmp_path):
     thp = tmp_path / 'kernel' / 'mm' / 'transparent_hugepage'
     pol = Policy(mode='monitor', strict=True)
     with pytest.raises(rules.Unmet, match='transparent huge pages are off'):
-        rules.strict_host(pol, str(tmp_path), str(cfs))
+        preconditions.strict_host(pol, str(tmp_path), str(cfs))
     (thp / 'enabled').write_text('always [madvise] never\n')
-    assert rules.strict_host(pol, str(tmp_path), str(cfs)) == [
+    assert preconditions.strict_host(pol, str(tmp_path), str(cfs)) == [
         'thp madvise', 'module loaded']
     with pytest.raises(rules.Unmet, match='kernel module is not loaded'):
-        rules.strict_host(pol, str(tmp_path), str(tmp_path / 'absent'))
+        preconditions.strict_host(pol, str(tmp_path), str(tmp_path / 'absent'))
     # no THP check for hugetlbfs, no module for mode off
     off = Policy(mode='off', backing='hugetlbfs', strict=True)
-    assert rules.strict_host(off, str(tmp_path), str(tmp_path / 'absent')) \
-        == ['mode off: no module needed']
+    assert preconditions.strict_host(
+        off, str(tmp_path), str(tmp_path / 'absent')) == [
+            'mode off: no module needed']
     assert rules.strict_unmet('h1', 'x') == \
         'strict policy (tlbbalance:strict=true) not met on host h1: x'
 
@@ -102,4 +103,4 @@ def test_strict_host_module_broken(tmp_path):
     (cfs / 'version').unlink()
     pol = Policy(mode='monitor', strict=True)
     with pytest.raises(rules.Unmet, match='interface version cannot be read'):
-        rules.strict_host(pol, str(tmp_path), str(cfs))
+        preconditions.strict_host(pol, str(tmp_path), str(cfs))
