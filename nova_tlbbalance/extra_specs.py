@@ -15,7 +15,6 @@ names of ``tlbb_choices.def`` as well as the numbers, and is carried as its
 number (what releases before the names read and write).
 """
 
-
 from nova_tlbbalance import module_defs
 from nova_tlbbalance import record
 from nova_tlbbalance.shown import shown

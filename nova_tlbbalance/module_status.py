@@ -19,6 +19,7 @@ report.
 """
 
 import errno
+import functools
 import os
 
 from nova_tlbbalance.shown import shown
@@ -54,8 +55,10 @@ class ModuleStatus(dict):
         return self.get('mode')
 
 
+@functools.lru_cache(maxsize=None)
 def _kinds():
-    """{key: parser} for every key of this release."""
+    """{key: parser} for every key of this release (once: the exporter
+    parses every registered VM's status at every collection)."""
     from nova_tlbbalance import module_defs
     out = dict(HEADER)
     for stat in module_defs.stats():
@@ -122,7 +125,7 @@ def limiter_problem(status):
     """
     stuck = status.get('limiter_stuck', 0)
     err = -status.get('limiter_error', 0)
-    if not stuck or stuck <= 0:
+    if stuck <= 0:
         return None
     why = ''
     if err > 0:

@@ -241,10 +241,8 @@ class Policy:
         """The policy in ``tlbbalance status --json`` (the ``policy``
         object of docs/schemas/vm-report.schema.json): every field, the
         unknown parts as the text :meth:`compat_warnings` names them by."""
-        return {'mode': self.mode, 'backing': self.backing,
-                'tlbi_scope': self.tlbi_scope, 'strict': self.strict,
-                'prefault': self.prefault, 'params': dict(self.params),
-                'unknown': [str(u) for u in self.unknown]}
+        return dict(record.asdict(self),
+                    unknown=[str(u) for u in self.unknown])
 
     def to_extra_specs(self):
         """The extra specs that give this policy (all policy keys)."""

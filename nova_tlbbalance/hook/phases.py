@@ -101,15 +101,6 @@ def prepare(dom, pol, config, log, extra):
 
 # -- started ----------------------------------------------------------------
 
-def scope_problem(scope, allowed, topo):
-    """Why CPUs ``allowed`` break tlbi_scope ``scope`` ('die' or
-    'cluster') on the host topology ``topo``, or None when they keep to one
-    (the rules module's finding, as the driver and ``verify`` word it).
-    """
-    from nova_tlbbalance import rules
-    return rules.scope_problem(scope, allowed, topo)
-
-
 def inspect(dom, pol, config):
     """(pid, vcpu threads, ranges, problems) of the running domain
     (:func:`nova_tlbbalance.rules.running`); a QEMU without vCPU threads

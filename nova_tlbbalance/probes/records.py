@@ -157,9 +157,8 @@ class VmReport:
     module: Optional[ModuleState] = None
 
     def to_json(self):
-        out = dataclasses.asdict(self)
-        if self.module is not None and self.module.status is not None:
-            out['module']['status'] = dict(self.module.status)
+        # the Policy is no dataclass: its own JSON, not asdict's deep copy
+        out = dataclasses.asdict(dataclasses.replace(self, policy=None))
         out['policy'] = self.policy and self.policy.to_json()
         return out
 

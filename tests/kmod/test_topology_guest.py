@@ -8,11 +8,12 @@ the in-guest test t_topology.sh, which checks the topology directories and
 copies every /sys/devices/system/cpu/cpu*/topology file and /proc/cmdline
 into the console.  The tree is rebuilt here and nova_tlbbalance's own
 readers run on it: the probes behind ``tlbbalance status``/``verify``
-(vmreport.host_facts), the hook's tlbi_scope check (phases.scope_problem),
-the driver's pinning check (guest_config.check_pins), all over the one
-reader hostfacts.cpu_topology, and the DVMBM
-detection, once with ``kvm-arm.dvmbm_enabled=1`` on the guest's kernel
-command line and once without.  busybox has no Python, hence the copy.
+(vmreport.host_facts), the hook's tlbi_scope check
+(rules.scope_problem, through rules.running), the driver's pinning
+check (guest_config.check_pins), all over the one reader
+hostfacts.cpu_topology, and the DVMBM detection, once with
+``kvm-arm.dvmbm_enabled=1`` on the guest's kernel command line and once
+without.  busybox has no Python, hence the copy.
 
 Run by ``tox -e kmod-arm64`` after the module tests (about 30 s a boot).
 TLBB_TOPOLOGY_KERNEL picks the kernel line (default 6.1).
@@ -27,7 +28,7 @@ import pytest
 from nova_tlbbalance import guest_config
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import modclient
-from nova_tlbbalance.hook import phases
+from nova_tlbbalance import rules
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import vmreport
 
@@ -122,14 +123,14 @@ def test_status_host_facts(guest):
 def test_hook_tlbi_scope_check(guest):
     _, root, _ = guest
     topo = hostfacts.cpu_topology(os.path.join(root, 'sys'))
-    assert phases.scope_problem('cluster', {0, 1}, topo) is None
-    assert phases.scope_problem('cluster', {2, 3}, topo) is None
-    problem = phases.scope_problem('cluster', {1, 2}, topo)
+    assert rules.scope_problem('cluster', {0, 1}, topo) is None
+    assert rules.scope_problem('cluster', {2, 3}, topo) is None
+    problem = rules.scope_problem('cluster', {1, 2}, topo)
     assert problem == ('tlbbalance:tlbi_scope=cluster: the vCPUs may run on '
                        'host CPUs 1-2, which span 2 clusters; the TLBI '
                        'broadcast cannot be scoped')
     # One package and no die level: any CPU set is "one die" on arm64.
-    assert phases.scope_problem('die', {0, 1, 2, 3}, topo) is None
+    assert rules.scope_problem('die', {0, 1, 2, 3}, topo) is None
 
 
 def test_driver_pinning_check(guest):

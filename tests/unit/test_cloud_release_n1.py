@@ -33,6 +33,13 @@ def layout(tmp_path):
                           configs.new_secrets())
 
 
+def n1_host(lay, tree, commit=releases.PREVIOUS):
+    """tlbb-fast-2 on the release exported in ``tree``."""
+    return computehost.ComputeHost(lay, 'tlbb-fast-2', caps_cache=None,
+                                   hugepages=0, index=1,
+                                   release={'commit': commit, 'tree': tree})
+
+
 def test_export_gives_that_releases_package(tree, tmp_path):
     # (not from the checkout: a -c script has its cwd first on sys.path)
     p = subprocess.run(
@@ -53,10 +60,7 @@ def test_export_of_a_missing_commit_names_it(tmp_path):
 
 def test_the_n1_host_installs_n1s_hook_with_its_installer(tree, tmp_path):
     lay = layout(tmp_path)
-    h = computehost.ComputeHost(lay, 'tlbb-fast-2', caps_cache=None,
-                                hugepages=0, index=1,
-                                release={'commit': releases.PREVIOUS,
-                                         'tree': tree})
+    h = n1_host(lay, tree)
     os.makedirs(os.path.dirname(h.lh.hook_path))
     h.lh._install_hook_of(tree)
     with open(h.lh.hook_path) as f:
@@ -78,10 +82,7 @@ def test_the_n1_host_installs_n1s_hook_with_its_installer(tree, tmp_path):
 
 def test_a_bad_n1_tree_is_an_error_naming_it(tmp_path):
     lay = layout(tmp_path)
-    h = computehost.ComputeHost(lay, 'tlbb-fast-2', caps_cache=None,
-                                hugepages=0, index=1,
-                                release={'commit': 'x',
-                                         'tree': str(tmp_path / 'empty')})
+    h = n1_host(lay, str(tmp_path / 'empty'), commit='x')
     os.makedirs(os.path.dirname(h.lh.hook_path))
     with pytest.raises(RuntimeError, match='empty'):
         h.lh._install_hook_of(str(tmp_path / 'empty'))
@@ -96,10 +97,7 @@ def test_n1_cli_is_that_releases(tree):
 
 def test_facts_of_an_n1_host(tree, tmp_path):
     lay = layout(tmp_path)
-    n1 = computehost.ComputeHost(lay, 'tlbb-fast-2', caps_cache=None,
-                                 hugepages=0, index=1,
-                                 release={'commit': releases.PREVIOUS,
-                                          'tree': tree})
+    n1 = n1_host(lay, tree)
     n = computehost.ComputeHost(lay, 'tlbb-fast-1', caps_cache=None,
                                 hugepages=0)
     assert n1.lh.hook_tree == tree and n.lh.hook_tree is None

@@ -15,7 +15,6 @@ from nova_tlbbalance import guest_config
 from nova_tlbbalance import hostfacts
 from nova_tlbbalance import preconditions
 from nova_tlbbalance import rules
-from nova_tlbbalance.hook import phases
 from nova_tlbbalance.policy import Policy
 from nova_tlbbalance.probes import memmap
 from nova_tlbbalance.probes import verdict
@@ -39,9 +38,9 @@ def test_scope_one_wording_driver_hook_verify(caplog):
     with caplog.at_level(logging.WARNING):
         rules.check_pins({0: {1}, 1: {2}}, 2, loose, TOPO)
     assert FINDING % 'are pinned to' in caplog.text
-    assert phases.scope_problem('die', {1, 2}, TOPO) == \
+    assert rules.scope_problem('die', {1, 2}, TOPO) == \
         FINDING % 'may run on'
-    assert phases.scope_problem('die', {2, 3}, TOPO) is None
+    assert rules.scope_problem('die', {2, 3}, TOPO) is None
     rep = copy.deepcopy(tve.GOOD)
     rep.dies, rep.cpus_allowed = 2, '1-2'
     assert verdict.reasons(rep) == [FINDING % 'may run on']

@@ -114,9 +114,7 @@ class ComputeHost:
 
 def cli_of(python, tree):
     """argv of the ``tlbbalance`` CLI of the release in ``tree``."""
-    return ['env', 'PYTHONPATH=' + tree, python, '-c',
-            'import sys; from nova_tlbbalance.cli import main; '
-            'sys.exit(main())']
+    return ['env', 'PYTHONPATH=' + tree, python, '-m', 'nova_tlbbalance']
 
 
 def host_uuid(top):
