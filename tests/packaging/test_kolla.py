@@ -239,13 +239,20 @@ def test_nova_compute_image_loads_the_driver(podman, base, wheel,
     # the provider config, written per host by the generator run in the
     # nova-compute image into the host directory the guide bind-mounts
     # at nova's provider_config_location (nova_compute_extra_volumes)
+    # (as root: docker exec -u root; the image's user nova may not
+    # write the host's directory, and says so in one line)
     pc = tmp_path / 'provider_config'
     pc.mkdir()
-    out = podman.container(
-        COMPUTE, KOLLA_VENV + '/bin/python3', '-m',
-        'nova_tlbbalance.provider_config', '--output',
-        '/etc/nova/provider_config/tlbbalance.yaml', '--trait',
-        'CUSTOM_RACK_A', rw=[(str(pc), '/etc/nova/provider_config')])
+    gen = ('%s/bin/python3 -m nova_tlbbalance.provider_config --output '
+           '/etc/nova/provider_config/tlbbalance.yaml --trait CUSTOM_RACK_A'
+           % KOLLA_VENV)
+    mount = [(str(pc), '/etc/nova/provider_config')]
+    out = podman.container(COMPUTE, 'sh', '-c', gen + '; echo "rc=$?"',
+                           rw=mount)
+    assert out.splitlines()[-2:] == [
+        'provider_config: cannot write /etc/nova/provider_config/'
+        'tlbbalance.yaml: Permission denied', 'rc=1'], out
+    out = podman.container(COMPUTE, 'sh', '-c', gen, rw=mount, user='root')
     print(out)
     assert out.splitlines()[-1].startswith(
         'written /etc/nova/provider_config/tlbbalance.yaml traits='), out
