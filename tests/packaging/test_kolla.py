@@ -20,11 +20,15 @@ where kolla-ansible puts it, nova loads
 as in test_distro.py) and its API validators refuse a bad value.
 
 The nova_libvirt side (the hook installed in the libvirt image by the
-``nova_libvirt_footer`` block, its settings and configfs bind-mounted)
-is built the same way: the hook installer run inside the image writes
-the image's interpreter and package path into the hook, and the hook,
-run in a container of that image by libvirt's argv for ``prepare`` with
-a tagged domain on stdin, answers through that interpreter.
+``nova_libvirt_footer`` block, its settings bind-mounted) is built the
+same way: the hook installer run inside the image writes the image's
+interpreter and package path into the hook; the hook, run in a
+container of that image by libvirt's argv for ``prepare`` with a tagged
+domain on stdin, answers through that interpreter; and in a privileged
+container of that image, libvirtd (Debian 13's, 11.3) starts a tagged
+TCG domain and runs the hook for each phase. The host kernel here has
+no module support and no configfs: the hook finds the QEMU process, its
+vCPU and its RAM, and reports the module absent (not registered).
 
 podman runs rootful with its storage, run and temporary directories in
 the test's own directory (nothing in /var/lib/containers), each call in
@@ -150,8 +154,10 @@ class Podman:
         return run(self.argv(*args), timeout, **kw)
 
     def container(self, image, *argv, mounts=(), rw=(), user=None,
-                  stdin=None):
+                  stdin=None, privileged=False):
         opts = ['run', '--rm', '--network=none']
+        if privileged:
+            opts.append('--privileged')
         for src, dst in mounts:
             opts += ['--volume', '%s:%s:ro' % (src, dst)]
         for src, dst in rw:
@@ -194,8 +200,8 @@ def base(podman):
     return BASE
 
 
-def build(podman, base, wheel, tmp_path, text, tag):
-    ctx = tmp_path / ('ctx-' + tag.rsplit('/', 1)[-1].split(':')[0])
+def build(podman, base, wheel, path, text, tag):
+    ctx = path / ('ctx-' + tag.rsplit('/', 1)[-1].split(':')[0])
     (ctx / 'plugins').mkdir(parents=True)
     shutil.copy(wheel, ctx / 'plugins')
     (ctx / 'Containerfile').write_text(text % {'base': base,
@@ -260,9 +266,15 @@ def test_nova_compute_image_loads_the_driver(podman, base, wheel,
     assert "schema_version: '1.0'" in text and 'CUSTOM_RACK_A' in text, text
 
 
-def test_nova_libvirt_image_hook(podman, base, wheel, tmp_path):
-    out = build(podman, base, wheel, tmp_path, LIBVIRT_FILE, LIBVIRT)
+@pytest.fixture(scope='module')
+def libvirt_image(podman, base, wheel, tmp_path_factory):
+    out = build(podman, base, wheel, tmp_path_factory.mktemp('libvirt'),
+                LIBVIRT_FILE, LIBVIRT)
     assert 'installed %s' % HOOK in out, out
+    return LIBVIRT
+
+
+def test_nova_libvirt_image_hook(podman, libvirt_image, tmp_path):
     hook = podman.container(LIBVIRT, 'cat', HOOK)
     lines = hook.splitlines()
     # the image's own interpreter and package, found by the installer
@@ -286,3 +298,79 @@ def test_nova_libvirt_image_hook(podman, base, wheel, tmp_path):
     assert out.splitlines()[-1] == 'rc=0', out
     assert 'phase=prepare' in out and 'mode=monitor' in out, out
     assert 'result="thp ' in out, out
+
+
+# In a nova_libvirt container of that image (privileged, as kolla runs
+# it): a qemu.conf this machine allows (QEMU as root, no security
+# driver, no namespaces, no cgroups: the container has none), virtlogd
+# and libvirtd started by hand (kolla's start script does it in kolla's
+# image), a tagged TCG domain with no disk defined, started and
+# destroyed; the hook's JSON log has each phase libvirtd ran it for.
+LIBVIRT_RUN = '''set -e
+cat >>/etc/libvirt/qemu.conf <<END
+user = "root"
+group = "root"
+security_driver = "none"
+namespaces = []
+cgroup_controllers = []
+remember_owner = 0
+END
+mkdir -p /run/libvirt
+virtlogd -d
+libvirtd -d
+# the first capability probe: ~4 s here, 12-18 s under load; bound 180 s
+i=0
+until virsh -c qemu:///system version >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -le 180 ] || { echo "libvirtd did not answer in 180 s"; exit 1; }
+    sleep 1
+done
+virsh -c qemu:///system define /w/dom.xml
+virsh -c qemu:///system start instance-00000001
+virsh -c qemu:///system domstate instance-00000001
+virsh -c qemu:///system destroy instance-00000001
+virsh -c qemu:///system undefine instance-00000001
+cat /tmp/tlbbalance-hook.jsonl
+'''
+
+DOMAIN = '''<domain type='qemu'>
+  <name>instance-00000001</name>
+  <memory unit='MiB'>64</memory>
+  <vcpu>1</vcpu>
+  <metadata>
+    <tlbbalance:policy
+        xmlns:tlbbalance='http://openstack.org/xmlns/tlbbalance/1.0'
+        mode='monitor' backing='thp' strict='false'/>
+  </metadata>
+  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <devices><emulator>/usr/bin/qemu-system-x86_64</emulator></devices>
+</domain>
+'''
+
+
+def test_nova_libvirt_container_starts_a_domain(podman, libvirt_image,
+                                                tmp_path):
+    w = tmp_path / 'w'
+    w.mkdir()
+    (w / 'run.sh').write_text(LIBVIRT_RUN)
+    (w / 'dom.xml').write_text(DOMAIN)
+    settings = tmp_path / 'tlbbalance'
+    settings.mkdir()
+    (settings / 'hook.conf').write_text(
+        '[hook]\nsyslog =\nlog_file = /tmp/tlbbalance-hook.jsonl\n')
+    out = podman.container(
+        LIBVIRT, 'sh', '/w/run.sh', privileged=True,
+        mounts=[(str(w), '/w'), (str(settings), '/etc/tlbbalance')])
+    print(out)
+    assert 'running' in out.splitlines(), out
+    phases = [json.loads(ln) for ln in out.splitlines()
+              if ln.startswith('{"domain"')]
+    assert [(p['phase'], p['rc']) for p in phases] == [
+        ('prepare', 0), ('started', 0), ('stopped', 0), ('release', 0)], \
+        phases
+    assert phases[0]['result'].startswith('thp '), phases[0]
+    # the QEMU process, its vCPU thread and its RAM found; this host
+    # kernel has no module support, so the VM is not registered
+    started = phases[1]
+    assert started['vcpus'] == 1 and started['ranges'] == 1, started
+    assert started['result'] == 'module absent: not registered', started
