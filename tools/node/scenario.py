@@ -103,7 +103,7 @@ def wait_payload(node, name, timeout=120, passes=0):
 # (the serial log goes through it) and the kernel log's tail. Every
 # reading is bounded and a failed one is printed, not raised.
 EVIDENCE = r'''
-import glob, os, subprocess, sys, time
+import glob, os, re, subprocess, sys, time
 vm, gap = sys.argv[1], float(sys.argv[2])
 KVM = ('exits', 'pf_taken', 'pf_fixed', 'pf_spurious', 'pf_guest',
        'pf_emulate', 'pf_fast', 'halt_exits', 'halt_wakeup',
@@ -146,6 +146,10 @@ def snapshot(pid, n):
         ln.strip() for ln in regs.splitlines()
         if ln.startswith(('EAX', 'ESI', 'EIP', 'RAX', 'RSI', 'RIP',
                           'CPU#', 'CR0', '('))))
+    eip = re.search(r'[ER]IP=([0-9a-f]+)', regs)
+    if eip:
+        print('EIP %s is in %s' % (eip.group(1),
+                                   symbol(int(eip.group(1), 16))))
     kvm = glob.glob('/sys/kernel/debug/kvm/%s-*' % pid)
     if kvm:
         print('kvm ' + ' '.join('%s=%s' % (k, read(kvm[0] + '/' + k))
@@ -154,13 +158,33 @@ def snapshot(pid, n):
         print('kvm: no /sys/kernel/debug/kvm/%s-* (debugfs?)' % pid)
 
 
+def symbol(addr):
+    """The guest kernel's (the payload's) symbol holding addr, from
+    its ELF (nm): _start's final hlt after pattern=once, payload_main in
+    the sweeps (its helpers are inlined), irq_master in the timer."""
+    best = '?'
+    for line in SYMS.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in 'tT' and int(f[0], 16) <= addr:
+            best = '%s+0x%x' % (f[2], addr - int(f[0], 16))
+    return best
+
+
+# libvirt's status file of the running domain: no virsh call (each one
+# costs seconds under TCG)
+status = read('/run/libvirt/qemu/%s.xml' % vm, 1 << 20)
+kernel = re.search(r'<kernel>([^<]+)</kernel>', status)
+SYMS = sh(['nm', '-n', kernel.group(1)]) if kernel else ''
+state = re.search(r"<domstatus state='([^']*)' reason='([^']*)'", status)
 pid = read('/run/libvirt/qemu/%s.pid' % vm)
-print('=== stall evidence for %s (QEMU pid %s, domstate %s)' % (
-    vm, pid, sh(['virsh', 'domstate', vm])))
+print('=== stall evidence for %s (QEMU pid %s, domain %s)' % (
+    vm, pid, ' '.join(state.groups()) if state else 'state unknown'))
 if pid.isdigit():
     snapshot(pid, 1)
     time.sleep(gap)
     snapshot(pid, 2)
+print('chardevs: ' + ' | '.join(sh(['virsh', 'qemu-monitor-command', vm,
+                                     '--hmp', 'info chardev']).splitlines()))
 print('--- node')
 print('loadavg ' + read('/proc/loadavg'))
 for f in ('enabled', 'defrag', 'khugepaged/defrag',
