@@ -162,11 +162,17 @@ def symbol(addr):
     """The guest kernel's (the payload's) symbol holding addr, from
     its ELF (nm): _start's final hlt after pattern=once, payload_main in
     the sweeps (its helpers are inlined), irq_master in the timer."""
-    best = '?'
+    best, end = '?', None
     for line in SYMS.splitlines():
         f = line.split()
+        if len(f) == 3 and f[2] == '_end':
+            end = int(f[0], 16)
         if len(f) == 3 and f[1] in 'tT' and int(f[0], 16) <= addr:
             best = '%s+0x%x' % (f[2], addr - int(f[0], 16))
+    if best == '?' or (end is not None and addr >= end):
+        # the guest lost its way: executing its RAM (zeros: add %al,(%eax))
+        return 'no payload code (outside the ELF, _end %s)' % (
+            '0x%x' % end if end is not None else '?')
     return best
 
 
