@@ -150,3 +150,21 @@ def test_cloud_host_runs_in_the_hosts_namespaces():
         'cat', '/proc/x']
     with pytest.raises(Exception, match="no compute host 'h9'.*hosts: h1"):
         cloud.host_argv(facts, 'h9', ['true'])
+
+
+def test_as_run_puts_another_cloud_dir_in_place_of_out_cloud(tmp_path):
+    """The page writes ``. out/cloud/openrc``; a cloud in another
+    TLBB_CLOUD_DIR runs that line with its own directory (the line as
+    written failed there: no such file)."""
+    other = str(tmp_path / 'c 2')
+    got = first_hour.as_run('. out/cloud/openrc   # creds', other)
+    assert got == '. %s/openrc   # creds' % shlex.quote(other)
+    assert first_hour.as_run('ls out/cloud', other) == \
+        'ls %s' % shlex.quote(other)
+    # a path that only contains the words is left alone
+    assert first_hour.as_run('ls x/out/cloud/a', other) == 'ls x/out/cloud/a'
+    assert first_hour.as_run('ls out/cloudy', other) == 'ls out/cloudy'
+    # the default directory (or none set): the line as written
+    default = os.path.join(TOP, 'out', 'cloud')
+    assert first_hour.as_run('. out/cloud/openrc', default) == \
+        '. out/cloud/openrc'

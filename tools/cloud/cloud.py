@@ -72,7 +72,23 @@ import releases  # noqa: E402
 CACHE = os.environ.get('TLBB_CACHE') or os.path.join(
     os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'),
     'nova-tlbbalance')
-VENV = os.path.join(CACHE, 'cloud-venv')
+
+
+def venv_for(repo):
+    """The services' virtualenv of checkout ``repo``: one per checkout
+    (``cloud-venv-<12 hex of its path>``), since ``up`` installs the
+    checkout's own package and tempest plugin into it: two checkouts
+    sharing one would test each other's code. ``TLBB_CLOUD_VENV``
+    overrides it."""
+    import hashlib
+    key = hashlib.sha256(os.path.realpath(repo).encode()).hexdigest()[:12]
+    return os.environ.get('TLBB_CLOUD_VENV') or os.path.join(
+        CACHE, 'cloud-venv-' + key)
+
+
+VENV = venv_for(REPO)
+# the file in a virtualenv naming the checkout it belongs to
+CHECKOUT_FILE = '.tlbb-checkout'
 REQUIREMENTS = os.path.join(HERE, 'requirements.txt')
 CONSTRAINTS = os.path.join(REPO, 'constraints.txt')
 
@@ -108,7 +124,43 @@ def ensure_venv():
     """The services' virtualenv: nova, placement, keystone, glance,
     neutron, tempest, uWSGI... pinned by constraints.txt; remade when the
     requirements or pins change. Then this checkout's package and its
-    tempest plugin into it."""
+    tempest plugin into it. Locked: two clouds of one checkout (each its
+    TLBB_CLOUD_DIR) wait for each other's install."""
+    import fcntl
+    os.makedirs(CACHE, exist_ok=True)
+    with open(VENV + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _ensure_venv()
+    prune_venvs()
+
+
+def prune_venvs():
+    """Remove the checkout virtualenvs whose checkout is gone (each names
+    its own in CHECKOUT_FILE); one locked by a running install is kept."""
+    import fcntl
+    for name in sorted(os.listdir(CACHE)):
+        path = os.path.join(CACHE, name)
+        if not name.startswith('cloud-venv-') or name.endswith('.lock') \
+                or path == VENV:
+            continue
+        try:
+            with open(os.path.join(path, CHECKOUT_FILE)) as f:
+                checkout = f.read().strip()
+        except OSError:
+            continue    # not made by venv_for(): not ours to judge
+        if os.path.isdir(checkout):
+            continue
+        with open(path + '.lock', 'w') as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            say('removing %s: its checkout %s is gone' % (path, checkout))
+            shutil.rmtree(path, ignore_errors=True)
+        os.unlink(path + '.lock')
+
+
+def _ensure_venv():
     stamp = os.path.join(VENV, '.tlbb-stamp')
     want = _stamp()
     t0 = time.monotonic()
@@ -120,6 +172,8 @@ def ensure_venv():
                    '-c', CONSTRAINTS, '-r', REQUIREMENTS],
                   'pip install -r tools/cloud/requirements.txt',
                   timeout=1800)
+        with open(os.path.join(VENV, CHECKOUT_FILE), 'w') as f:
+            f.write(os.path.realpath(REPO) + '\n')
         with open(stamp, 'w') as f:
             f.write(want)
     # the package, then the tempest plugin, a distribution of its own

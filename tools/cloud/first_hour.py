@@ -10,7 +10,9 @@ the cloud down. The lines between run in one bash, from the top of the
 repository, each checked on its own: a line that exits non-zero (for a
 ``! command`` line: a command that succeeded) stops the walk, named with
 its line number on the page. ``python3 tools/cloud/first_hour.py`` runs
-the whole block against a new cloud by itself.
+the whole block against a new cloud by itself. The page writes the
+cloud's directory as ``out/cloud``; with ``TLBB_CLOUD_DIR`` set elsewhere
+the lines run with that directory in its place (:func:`as_run`).
 """
 
 import os
@@ -69,11 +71,24 @@ def _command(line):
     return ' '.join(shlex.split(line, comments=True))
 
 
+def as_run(line, cloud_dir=None):
+    """``line`` as it runs: the page names the cloud's directory by its
+    default, ``out/cloud``; with another ``TLBB_CLOUD_DIR`` (e.g. two
+    clouds side by side) that path is put in its place."""
+    cloud_dir = cloud_dir or os.environ.get('TLBB_CLOUD_DIR')
+    default = os.path.join(REPO, 'out', 'cloud')
+    if not cloud_dir or os.path.abspath(cloud_dir) == default:
+        return line
+    return re.sub(r'(?<![\w./-])out/cloud(?=/|\s|$)',
+                  shlex.quote(os.path.abspath(cloud_dir)), line)
+
+
 def script(lines):
     """bash text that runs ``lines`` in order and stops at the first that
     fails, saying which."""
     out = ['cd %s' % shlex.quote(REPO)]
     for n, line in lines:
+        line = as_run(line)
         out += ['echo %s' % shlex.quote('first-hour:%d: $ %s' % (n, line)),
                 line,
                 'rc=$?; if [ "$rc" -ne 0 ]; then echo %s"(rc $rc)"; '
