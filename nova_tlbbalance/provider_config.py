@@ -139,10 +139,18 @@ def main(argv=None):
     if not args.output:
         sys.stdout.write(text)
         return 0
-    if args.check:
-        wrote = filewrite.differs(args.output, text, 0o644)
-    else:
-        wrote = filewrite.write_if_changed(args.output, text, 0o644)
+    try:
+        if args.check:
+            wrote = filewrite.differs(args.output, text, 0o644)
+        else:
+            wrote = filewrite.write_if_changed(args.output, text, 0o644)
+    except OSError as exc:
+        # e.g. a directory bind-mounted into a container that its user
+        # may not write (docs/deploy-kolla-ansible.md): one line, no
+        # traceback
+        print('provider_config: cannot write %s: %s'
+              % (args.output, exc.strerror or exc), file=sys.stderr)
+        return 1
     print('%s %s traits=%s' % ((('would write' if args.check else 'written')
                                 if wrote else 'unchanged'),
                                args.output,

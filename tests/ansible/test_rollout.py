@@ -399,9 +399,19 @@ def test_3_drift_is_put_back(fleet, rollout):
 # with a short sustain period and a floor, fed an imbalance through the
 # module's injection backend (allow_inject=1 on qnode; no PMU here) so
 # that the limiter holds it (VM_NOHUGEPAGE on its guest RAM).
-VMS = {'upg-a': {'mode': 'monitor', 'backing': 'thp', 'samples': '6'},
+#
+# Both pre-fault their RAM (prefault=true, the default until the lazy
+# default): in the CI run of 2026-11-27 the lazy upg-a printed 'ready' and
+# never 'touched' in 300 s, and a lazy guest in a node was seen to lose
+# control in 1 of 62 starts (docs/node.md, "Open: a lazy guest that"),
+# never a pre-faulted one. This suite is about the rollout, not about
+# lazy faulting, which tests/e2e and tempest cover.
+VMS = {'upg-a': {'mode': 'monitor', 'backing': 'thp', 'samples': '6',
+                 'prefault': 'true'},
        'upg-b': {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
-                 'step_pages': '8', 'floor_pages': '8'}}
+                 'step_pages': '8', 'floor_pages': '8', 'prefault': 'true'}}
+# flavor keys that are no module parameter (not in its status)
+NOT_MODULE = ('mode', 'backing', 'prefault')
 VM_MIB = 64
 UPGRADE = '/var/lib/tlbbalance/last-upgrade.json'
 # the longest a VM may stay unmanaged across a module reload
@@ -421,7 +431,7 @@ def registrations(node):
     for vm, specs in VMS.items():
         st = scenario.module_status(node, vm)
         keys = ['pid', 'mode'] + [k for k in specs if k not in
-                                  ('mode', 'backing')]
+                                  NOT_MODULE]
         out[vm] = st and {k: st.get(k) for k in keys}
     return out
 
@@ -459,7 +469,7 @@ def test_3b_managed_vms_running(fleet, rollout):
         assert reg[vm]['pid'] == str(STATE['pids'][vm]), reg
         assert reg[vm]['mode'] == specs['mode'], reg
         for k, v in specs.items():
-            if k not in ('mode', 'backing'):
+            if k not in NOT_MODULE:
                 assert reg[vm][k] == v, (vm, k, reg[vm])
     STATE['registered'] = reg
     # a hold in force on upg-b: the release before a reload must lift it

@@ -172,6 +172,38 @@ def test_collapse_restores_coverage_after_the_limit_is_lifted(
     assert scenario.payload_errors(node, VM) == 0
 
 
+def test_wait_payload_timeout_explains_a_stalled_guest(node, balanced_vm):
+    """A guest that stops making progress (here: paused by libvirt)
+    makes wait_payload fail with the evidence of what it was doing: two
+    snapshots of its vCPU thread and registers (EIP not moving), KVM's
+    fault and exit counters, the node's THP and compaction counters.
+    (A lazy guest once printed 'ready' and never 'touched' in CI; the
+    next such failure explains itself.)"""
+    node.check('virsh -q suspend %s' % VM)
+    try:
+        with pytest.raises(scenario.ScenarioError) as err:
+            scenario.wait_payload(node, VM, timeout=2, passes=1 << 40)
+    finally:
+        node.check('virsh -q resume %s' % VM)
+    msg = str(err.value)
+    assert 'timed out after 2 s' in msg, msg
+    assert 'stall evidence for %s' % VM in msg, msg
+    assert re.search(r'domain paused', msg), msg
+    snaps = msg.split('--- snapshot ')[1:]
+    assert len(snaps) == 2, msg
+    eips = [re.search(r'EIP=([0-9a-f]+)', s) for s in snaps]
+    assert all(eips) and eips[0].group(1) == eips[1].group(1), msg
+    for s in snaps:
+        assert re.search(r'CPU 0/KVM +state [SD] ', s), msg
+        # where in the payload (its ELF's symbols): paused anywhere
+        assert re.search(r'EIP [0-9a-f]+ is in \w+\+0x', s), msg
+        assert re.search(r'kvm exits=\d+ pf_taken=\d+ pf_fixed=\d+', s), msg
+    for needle in ('thp defrag: ', 'thp_fault_alloc=', 'compact_stall=',
+                   'AnonHugePages', 'virtlogd pid', 'serial log '):
+        assert needle in msg, (needle, msg)
+    assert re.search(r'chardevs: .*serial0: filename=file', msg), msg
+
+
 def test_destroy_unregisters_vm(node, balanced_vm):
     node.check('virsh -q destroy %s' % VM, timeout=120)
     wait_until('vms/%s gone from the module' % VM,

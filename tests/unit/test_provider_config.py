@@ -169,3 +169,18 @@ def test_cli_check_writes_nothing(tmp_path, capsys):
     capsys.readouterr()
     assert pc.main(argv + ['--check']) == 0
     assert capsys.readouterr().out == 'unchanged %s traits=-\n' % out
+
+
+def test_unwritable_output_is_named(tmp_path, capsys):
+    """A place it cannot write (here: a parent that is a file; in a
+    container, a bind-mounted directory the user may not write) is one
+    line naming the file and the reason, exit 1: no traceback."""
+    s, p = roots(tmp_path)
+    write(str(tmp_path / 'afile'), 'x')
+    out = str(tmp_path / 'afile' / 'tlbbalance.yaml')
+    assert pc.main(['--output', out, '--sys-root', s,
+                    '--proc-root', p]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith(
+        'provider_config: cannot write %s: ' % out), err
+    assert 'Traceback' not in err

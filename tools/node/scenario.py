@@ -89,7 +89,146 @@ def wait_payload(node, name, timeout=120, passes=0):
         return wait_until('the payload of %s touched its RAM (and ran %d '
                           'passes)' % (name, passes), there, timeout, 1)
     except WaitTimeout as e:
-        raise ScenarioError('%s; serial log:\n%s' % (e, log))
+        raise ScenarioError('%s; serial log:\n%s\n%s' % (
+            e, log, stall_evidence(node, name)))
+
+
+# What a guest that does not progress is doing, seen from the node (run
+# there by Debian's python3 when wait_payload times out): two snapshots
+# GAP seconds apart of the QEMU process's threads (state, CPU ticks,
+# wchan, kernel stack of the vCPU threads), the vCPU registers (HMP 'info
+# registers': is EIP moving, and where), KVM's per-VM counters (debugfs:
+# NPT faults taken/fixed/spurious, exits, halts, stage-2 pages), then the
+# node's memory (THP and compaction counters, meminfo), load, virtlogd
+# (the serial log goes through it) and the kernel log's tail. Every
+# reading is bounded and a failed one is printed, not raised.
+EVIDENCE = r'''
+import glob, os, re, subprocess, sys, time
+vm, gap = sys.argv[1], float(sys.argv[2])
+KVM = ('exits', 'pf_taken', 'pf_fixed', 'pf_spurious', 'pf_guest',
+       'pf_emulate', 'pf_fast', 'halt_exits', 'halt_wakeup',
+       'halt_successful_poll', 'irq_exits', 'irq_injections',
+       'request_irq_exits', 'signal_exits', 'pages_4k', 'pages_2m')
+
+
+def read(path, limit=4096):
+    try:
+        with open(path) as f:
+            return f.read(limit).strip()
+    except OSError as exc:
+        return '(%s)' % exc.strerror
+
+
+def sh(argv, timeout=30):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True,
+                           timeout=timeout)
+        return (p.stdout + p.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return '(%s)' % exc
+
+
+def snapshot(pid, n):
+    print('--- snapshot %d (node uptime %s)' % (n, read('/proc/uptime')))
+    for task in sorted(glob.glob('/proc/%s/task/*' % pid)):
+        st = read(task + '/stat').rsplit(')', 1)[-1].split()
+        comm = read(task + '/comm')
+        ticks = '%s+%s' % tuple(st[11:13]) if len(st) > 12 else '?'
+        print('thread %s %-16s state %s utime+stime %s cpu %s wchan %s' % (
+            task.rsplit('/', 1)[-1], comm, st[0] if st else '?', ticks,
+            st[36] if len(st) > 36 else '?', read(task + '/wchan')))
+        if comm.startswith('CPU '):
+            for line in read(task + '/stack').splitlines()[:12]:
+                print('    ' + line)
+    regs = sh(['virsh', 'qemu-monitor-command', vm, '--hmp',
+               'info registers'])
+    print('registers: ' + ' | '.join(
+        ln.strip() for ln in regs.splitlines()
+        if ln.startswith(('EAX', 'ESI', 'EIP', 'RAX', 'RSI', 'RIP',
+                          'CPU#', 'CR0', '('))))
+    eip = re.search(r'[ER]IP=([0-9a-f]+)', regs)
+    if eip:
+        print('EIP %s is in %s' % (eip.group(1),
+                                   symbol(int(eip.group(1), 16))))
+    kvm = glob.glob('/sys/kernel/debug/kvm/%s-*' % pid)
+    if kvm:
+        print('kvm ' + ' '.join('%s=%s' % (k, read(kvm[0] + '/' + k))
+                                for k in KVM))
+    else:
+        print('kvm: no /sys/kernel/debug/kvm/%s-* (debugfs?)' % pid)
+
+
+def symbol(addr):
+    """The guest kernel's (the payload's) symbol holding addr, from
+    its ELF (nm): _start's final hlt after pattern=once, payload_main in
+    the sweeps (its helpers are inlined), irq_master in the timer."""
+    best, end = '?', None
+    for line in SYMS.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[2] == '_end':
+            end = int(f[0], 16)
+        if len(f) == 3 and f[1] in 'tT' and int(f[0], 16) <= addr:
+            best = '%s+0x%x' % (f[2], addr - int(f[0], 16))
+    if best == '?' or (end is not None and addr >= end):
+        # the guest lost its way: executing its RAM (zeros: add %al,(%eax))
+        return 'no payload code (outside the ELF, _end %s)' % (
+            '0x%x' % end if end is not None else '?')
+    return best
+
+
+# libvirt's status file of the running domain: no virsh call (each one
+# costs seconds under TCG)
+status = read('/run/libvirt/qemu/%s.xml' % vm, 1 << 20)
+kernel = re.search(r'<kernel>([^<]+)</kernel>', status)
+SYMS = sh(['nm', '-n', kernel.group(1)]) if kernel else ''
+state = re.search(r"<domstatus state='([^']*)' reason='([^']*)'", status)
+pid = read('/run/libvirt/qemu/%s.pid' % vm)
+print('=== stall evidence for %s (QEMU pid %s, domain %s)' % (
+    vm, pid, ' '.join(state.groups()) if state else 'state unknown'))
+if pid.isdigit():
+    snapshot(pid, 1)
+    time.sleep(gap)
+    snapshot(pid, 2)
+print('chardevs: ' + ' | '.join(sh(['virsh', 'qemu-monitor-command', vm,
+                                     '--hmp', 'info chardev']).splitlines()))
+print('--- node')
+print('loadavg ' + read('/proc/loadavg'))
+for f in ('enabled', 'defrag', 'khugepaged/defrag',
+          'khugepaged/pages_collapsed', 'khugepaged/full_scans'):
+    print('thp %s: %s' % (f, read('/sys/kernel/mm/transparent_hugepage/'
+                                   + f)))
+print(' '.join(ln.replace(' ', '=') for ln in read('/proc/vmstat',
+                                                    1 << 16).splitlines()
+               if ln.startswith(('thp_', 'compact_', 'pgfault',
+                                 'pgmajfault', 'oom_kill', 'allocstall'))))
+print(' '.join('='.join(ln.split()[:2]) for ln in read('/proc/meminfo')
+               .splitlines() if ln.startswith(
+                   ('MemFree', 'MemAvailable', 'AnonHugePages', 'Shmem:',
+                    'HugePages_Free', 'Committed_AS'))))
+print('virtlogd pid %s alive: %s' % (
+    read('/run/virtlogd.pid'),
+    os.path.exists('/proc/%s' % read('/run/virtlogd.pid'))))
+log = '/var/log/libvirt/qemu/%s.serial.log' % vm
+print('serial log %s: %s bytes' % (
+    log, os.path.getsize(log) if os.path.exists(log) else 'no file'))
+print('--- dmesg (tail)')
+print('\n'.join(sh(['dmesg']).splitlines()[-15:]))
+'''
+
+
+def stall_evidence(node, name, gap=2):
+    """What the guest ``name`` and the node are doing, as text for an
+    error message (EVIDENCE, run in the node); never raises: a failure to
+    collect is itself reported."""
+    try:
+        res = node.run(['/usr/bin/python3', '-c', EVIDENCE, name, str(gap)],
+                       timeout=180)
+        return res.stdout + (res.stderr and '\nstderr: ' + res.stderr)
+    except Exception as exc:  # noqa: B902 - the wait's error comes first
+        if not node.alive():
+            raise           # a dead node: its own error (live.py reruns)
+        return 'stall evidence for %s not collected: %s: %s' % (
+            name, type(exc).__name__, exc)
 
 
 def payload_errors(node, name):

@@ -166,6 +166,7 @@ if [ "$check" != 1 ] && [ -d /sys/module/tlbbalance ] &&
 		[ "$(sha256sum "$cur" | cut -d' ' -f1)" = "$(cat $state/loaded)" ]
 	then
 		mkdir -p $lib && cp "$cur" $lib/loaded.ko &&
+			basename "$cur" >$lib/loaded.name &&
 			cat /sys/module/tlbbalance/version >$lib/loaded.version
 		[ -f /etc/modprobe.d/tlbbalance.conf ] &&
 			cp /etc/modprobe.d/tlbbalance.conf $lib/loaded.conf
@@ -301,6 +302,7 @@ remove_others() {
 keep_loaded() {
 	mkdir -p $state $lib &&
 		cp "$ko" $lib/loaded.ko.tmp && mv $lib/loaded.ko.tmp $lib/loaded.ko &&
+		basename "$ko" >$lib/loaded.name &&
 		cp /etc/modprobe.d/tlbbalance.conf $lib/loaded.conf &&
 		echo "$1" >$lib/loaded.version && echo "$want" >$state/loaded ||
 		die "cannot record the loaded build in $lib"
@@ -353,11 +355,15 @@ rollback() {
 				>/dev/null 2>&1
 			# (dkms may take $prev for installed still and skip
 			# it: then the kept file goes where dkms puts it)
+			# (the kept copy keeps its installed name: Debian's
+			# 6.12 installs tlbbalance.ko.xz, 6.1 tlbbalance.ko)
 			inst=$(modinfo -k "$kver" -n tlbbalance 2>/dev/null)
 			if [ ! -f "$inst" ] || [ "$(sha256sum <"$inst")" != \
 				"$(sha256sum <$lib/loaded.ko)" ]; then
-				inst=/lib/modules/$kver/updates/dkms/tlbbalance.ko
-				mkdir -p "$(dirname "$inst")" &&
+				dir=/lib/modules/$kver/updates/dkms
+				inst=$dir/$(cat $lib/loaded.name 2>/dev/null ||
+					echo tlbbalance.ko)
+				mkdir -p $dir && rm -f $dir/tlbbalance.ko* &&
 					cp $lib/loaded.ko "$inst" &&
 					depmod -a "$kver" ||
 					why="$why; cannot install $prev again"
