@@ -11,19 +11,30 @@
 #include "tlbb_cost.h"
 
 atomic64_t tlbb_ticks, tlbb_tick_ns, tlbb_ctrl_ns;
+atomic64_t tlbb_wall_ticks, tlbb_wall_ns;
 atomic64_t tlbb_heat_ns, tlbb_heat_pmds;
 
-void tlbb_cost_account(u64 tick_ns, u64 ctrl_ns)
+/*
+ * One tick (tlbb_vm.c): every tick counts in the wall sums; one that was
+ * not switched out (tlbb_cost_switches()) also in the on-CPU sums.
+ */
+void tlbb_cost_account(u64 tick_ns, u64 ctrl_ns, bool switched)
 {
+	atomic64_inc(&tlbb_wall_ticks);
+	atomic64_add(tick_ns, &tlbb_wall_ns);
+	if (switched)
+		return;
 	atomic64_inc(&tlbb_ticks);
 	atomic64_add(tick_ns, &tlbb_tick_ns);
 	atomic64_add(ctrl_ns, &tlbb_ctrl_ns);
 }
 
 /* The heat work that ends a tick a window later (tlbb_vm.c): its time. */
-void tlbb_cost_account_late(u64 ns)
+void tlbb_cost_account_late(u64 ns, bool switched)
 {
-	atomic64_add(ns, &tlbb_tick_ns);
+	atomic64_add(ns, &tlbb_wall_ns);
+	if (!switched)
+		atomic64_add(ns, &tlbb_tick_ns);
 }
 
 /* One accessed-bit sample (tlbb_heat.c): its time and the slots it saw. */

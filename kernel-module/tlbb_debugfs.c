@@ -8,7 +8,11 @@
  *   tick_cost  cost of the per-VM tick, for the benchmark: "vms", "ticks",
  *              "tick_ns" (whole tick: count, controller, limiter; with a
  *              heat window also the heat work that ends the tick), "ctrl_ns"
- *              (controller core only), the two per-tick averages and
+ *              (controller core only), the two per-tick averages: on-CPU
+ *              time, from the ticks that ran without a context switch
+ *              (tlbb_cost.h); "wall_ticks", "wall_ns" and
+ *              "wall_ns_per_vm_tick": every tick's wall time, which also
+ *              holds the time it waited for a lock or for the CPU; then
  *              "ktime_ns", the cost of one clock read (two are in each
  *              figure), "heat_ns"/"heat_pmds" (accessed-bit sampling,
  *              split_order 2: time and huge-page slots sampled); writing
@@ -45,12 +49,17 @@ static int tlbb_cost_show(struct seq_file *m, void *v)
 	u64 ticks = atomic64_read(&tlbb_ticks);
 	u64 tick_ns = atomic64_read(&tlbb_tick_ns);
 	u64 ctrl_ns = atomic64_read(&tlbb_ctrl_ns);
+	u64 wall_ticks = atomic64_read(&tlbb_wall_ticks);
+	u64 wall_ns = atomic64_read(&tlbb_wall_ns);
 
 	seq_printf(m, "vms %d\nticks %llu\ntick_ns %llu\nctrl_ns %llu\n",
 		   atomic_read(&tlbb_nr_vms), ticks, tick_ns, ctrl_ns);
 	seq_printf(m, "tick_ns_per_vm_tick %llu\nctrl_ns_per_vm_tick %llu\n",
 		   ticks ? div64_u64(tick_ns, ticks) : 0,
 		   ticks ? div64_u64(ctrl_ns, ticks) : 0);
+	seq_printf(m, "wall_ticks %llu\nwall_ns %llu\nwall_ns_per_vm_tick %llu\n",
+		   wall_ticks, wall_ns,
+		   wall_ticks ? div64_u64(wall_ns, wall_ticks) : 0);
 	seq_printf(m, "heat_ns %llu\nheat_pmds %llu\n",
 		   (u64)atomic64_read(&tlbb_heat_ns),
 		   (u64)atomic64_read(&tlbb_heat_pmds));
@@ -79,6 +88,8 @@ static ssize_t tlbb_cost_write(struct file *file, const char __user *ubuf,
 	atomic64_set(&tlbb_ticks, 0);
 	atomic64_set(&tlbb_tick_ns, 0);
 	atomic64_set(&tlbb_ctrl_ns, 0);
+	atomic64_set(&tlbb_wall_ticks, 0);
+	atomic64_set(&tlbb_wall_ns, 0);
 	atomic64_set(&tlbb_heat_ns, 0);
 	atomic64_set(&tlbb_heat_pmds, 0);
 	return len;

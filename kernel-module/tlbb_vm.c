@@ -1178,6 +1178,7 @@ static void tlbb_vm_heat_work(struct work_struct *work)
 	struct tlbb_vm *vm = container_of(to_delayed_work(work),
 					  struct tlbb_vm, heat_work);
 	struct mm_struct *mm = NULL;
+	unsigned long sw0 = tlbb_cost_switches();
 	u64 t0 = ktime_get_ns();
 
 	mutex_lock(&vm->lock);
@@ -1196,7 +1197,8 @@ out:
 	mutex_unlock(&vm->lock);
 	if (mm) {
 		mmput(mm);
-		tlbb_cost_account_late(ktime_get_ns() - t0);
+		tlbb_cost_account_late(ktime_get_ns() - t0,
+				       tlbb_cost_switches() != sw0);
 	}
 }
 
@@ -1206,6 +1208,7 @@ static void tlbb_vm_tick_work(struct work_struct *work)
 					  struct tlbb_vm, tick_work);
 	struct tlbb_input in = { 0 };
 	struct mm_struct *mm = NULL;
+	unsigned long sw0 = tlbb_cost_switches();
 	u64 t0 = ktime_get_ns(), ctrl_ns = 0, old_limit;
 	enum tlbb_action act;
 
@@ -1244,6 +1247,7 @@ out:
 	mutex_unlock(&vm->lock);
 	if (mm) {
 		mmput(mm);
-		tlbb_cost_account(ktime_get_ns() - t0, ctrl_ns);
+		tlbb_cost_account(ktime_get_ns() - t0, ctrl_ns,
+				  tlbb_cost_switches() != sw0);
 	}
 }
