@@ -185,8 +185,18 @@ def build_module(kernel):
 
 
 def build_payload():
-    """The tiny guest payload (tools/payload), built into the cache."""
-    out = os.path.join(CACHE, 'payload')
+    """The tiny guest payload (tools/payload), built into the cache, in a
+    directory named by its sources' hash: make judges by timestamps, and
+    another checkout (older sources, newer objects) would otherwise leave
+    its build in place of this one's."""
+    src = os.path.join(REPO, 'tools', 'payload')
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(src)):
+        path = os.path.join(src, name)
+        if os.path.isfile(path):
+            with open(path, 'rb') as f:
+                h.update(name.encode() + b'\0' + f.read())
+    out = os.path.join(CACHE, 'payload-' + h.hexdigest()[:12])
     with _locked(out):
         _run(['make', '-s', '-C', os.path.join(REPO, 'tools', 'payload'),
               'O=' + out], 'building the payload')

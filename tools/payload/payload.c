@@ -23,6 +23,12 @@
  *   pause_ms=N                sleep N ms (hlt, PIT timer at 100 Hz)
  *                             after each pass, so an idle node CPU is
  *                             left to the node (default 100; 0: spin)
+ *   fault=ud                  execute an invalid opcode after the ready
+ *                             line (the exception report's own test)
+ *
+ * A CPU exception (NMI included) prints
+ *   tlbb-payload: error: exception vector=6 error_code=0x0 eip=0x100abc
+ * and halts the guest for good.
  */
 #include <stdint.h>
 
@@ -149,6 +155,7 @@ struct options {
 	uint32_t size_mb;
 	uint32_t report;
 	uint32_t pause_ms;
+	uint32_t fault;		/* fault=ud: an invalid opcode after ready */
 };
 
 static void parse_cmdline(const char *s, struct options *o)
@@ -170,6 +177,8 @@ static void parse_cmdline(const char *s, struct options *o)
 			o->report = parse_u32(s + 7);
 		else if (starts_with(s, "pause_ms="))
 			o->pause_ms = parse_u32(s + 9);
+		else if (starts_with(s, "fault=ud"))
+			o->fault = 1;
 		while (*s && *s != ' ')
 			s++;
 	}
@@ -196,13 +205,48 @@ static void set_gate(int vec, void (*fn)(void))
 	idt[vec].off_hi = off >> 16;
 }
 
-/* PIC remapped to 0x20-0x2f, only the timer unmasked; PIT at PIT_HZ. */
-static void timer_init(void)
+extern void (*const exc_stubs[32])(void);
+
+static void load_idt(void)
 {
 	struct {
 		uint16_t limit;
 		uint32_t base;
 	} __attribute__((packed)) idtr = { sizeof(idt) - 1, (uint32_t)idt };
+
+	__asm__ volatile("lidt %0" : : "m"(idtr));
+}
+
+/*
+ * From _start on: the CPU exceptions (NMI included) through our own table,
+ * each reported by exception() below. Without it the IDTR is the multiboot
+ * loader's real-mode table at 0, and an exception jumps to garbage.
+ */
+void idt_init(void)
+{
+	int v;
+
+	for (v = 0; v < 32; v++)
+		set_gate(v, exc_stubs[v]);
+	load_idt();
+}
+
+/* An exception: one error line (wait_payload fails on it), then halt. */
+void exception(uint32_t vec, uint32_t err, uint32_t eip)
+{
+	serial_init();
+	puts("\ntlbb-payload: error: exception vector=");
+	putu(vec);
+	puts(" error_code=");
+	putx(err);
+	puts(" eip=");
+	putx(eip);
+	puts("\n");
+}
+
+/* PIC remapped to 0x20-0x2f, only the timer unmasked; PIT at PIT_HZ. */
+static void timer_init(void)
+{
 	uint32_t div = 1193182 / PIT_HZ;
 	int v;
 
@@ -210,7 +254,7 @@ static void timer_init(void)
 		set_gate(v, irq_master);
 	for (v = 0x28; v < 0x30; v++)
 		set_gate(v, irq_slave);
-	__asm__ volatile("lidt %0" : : "m"(idtr));
+	load_idt();
 	outb(0x20, 0x11);	/* ICW1: init, ICW4 follows */
 	outb(0xa0, 0x11);
 	outb(0x21, 0x20);	/* ICW2: vector base */
@@ -258,7 +302,7 @@ static inline uint32_t touch(uint32_t start, uint32_t page)
 
 void payload_main(uint32_t magic, const struct mb_info *mbi)
 {
-	struct options o = { PAT_SEQ, 4, 0, 8, 100 };
+	struct options o = { PAT_SEQ, 4, 0, 8, 100, 0 };
 	uint32_t top, start, end, npages, i, lcg = 12345;
 	uint64_t pass = 0, touches = 0, errors = 0;
 
@@ -300,6 +344,8 @@ void payload_main(uint32_t magic, const struct mb_info *mbi)
 	puts("\n");
 	if (o.pause_ms)
 		timer_init();
+	if (o.fault)
+		__asm__ volatile("ud2");
 
 	/* First pass: write every page's signature. */
 	for (i = 0; i < npages; i++)
