@@ -28,6 +28,18 @@ def build_debs(tmp_path_factory, timeout):
     return str(out)
 
 
+def scratch(path, dirs, script_name, script):
+    """Make ``dirs`` under ``path`` and write ``script`` there as
+    ``script_name``; the script's path (a test's private work area:
+    test_distro's overlay, test_kolla's podman storage)."""
+    for d in dirs:
+        os.makedirs(os.path.join(path, d))
+    out = os.path.join(path, script_name)
+    with open(out, 'w') as f:
+        f.write(script)
+    return out
+
+
 def run(argv, timeout, **kw):
     t0 = time.monotonic()
     res = subprocess.run(argv, stdout=subprocess.PIPE,

@@ -33,7 +33,7 @@ import sys
 
 import pytest
 
-from pkgtest import TOP, VERSION, build_debs, run
+from pkgtest import TOP, VERSION, build_debs, run, scratch
 
 SUITE = 'trixie'
 # nova-compute and python3-nova as an operator installs them; the venv
@@ -96,11 +96,8 @@ class Overlay:
     def __init__(self, base, path):
         self.base = base
         self.path = str(path)
-        for d in ('upper/tmp', 'work', 'root'):
-            os.makedirs(os.path.join(self.path, d))
-        self.enter = os.path.join(self.path, 'enter.sh')
-        with open(self.enter, 'w') as f:
-            f.write(ENTER)
+        self.enter = scratch(self.path, ('upper/tmp', 'work', 'root'),
+                             'enter.sh', ENTER)
 
     def put(self, src, name=None):
         """Copy a file into the root's /tmp; its path in the root."""

@@ -47,7 +47,7 @@ import sys
 
 import pytest
 
-from pkgtest import TOP, VERSION, run
+from pkgtest import TOP, VERSION, run, scratch
 import test_distro
 
 BASE = 'localhost/tlbb-kolla-base:trixie'
@@ -58,8 +58,8 @@ KOLLA_VENV = '/var/lib/kolla/venv'
 HOOK = '/etc/libvirt/hooks/qemu.d/tlbbalance'
 IMPORT_TIMEOUT = 900    # ~60 s for the 1.1 GiB root at load average 5
 BUILD_TIMEOUT = 900
-RUN_TIMEOUT = 600       # importing nova at load average 10+: ~40 s
-DRIVER = 'nova_tlbbalance.driver.TLBBalanceLibvirtDriver'
+RUN_TIMEOUT = test_distro.RUN_TIMEOUT
+DRIVER = test_distro.DRIVER
 DEBIAN_NOVA = '/usr/lib/python3/dist-packages/nova'
 
 # One podman call (bash: ulimit -u): a private mount namespace (the
@@ -143,11 +143,8 @@ class Podman:
             'podman is missing: tools/ci/install-system-deps.sh installs '
             'it (tools/ci/system-packages.txt)')
         self.path = str(path)
-        for d in ('storage', 'run', 'tmp'):
-            os.makedirs(os.path.join(self.path, d))
-        self.wrapper = os.path.join(self.path, 'podman.sh')
-        with open(self.wrapper, 'w') as f:
-            f.write(PODMAN)
+        self.wrapper = scratch(self.path, ('storage', 'run', 'tmp'),
+                               'podman.sh', PODMAN)
 
     def argv(self, *args):
         return ['unshare', '--mount', '--propagation', 'private', 'bash',

@@ -104,7 +104,7 @@ def wait_payload(node, name, timeout=120, passes=0):
 # reading is bounded and a failed one is printed, not raised.
 EVIDENCE = r'''
 import glob, os, re, subprocess, sys, time
-vm, gap = sys.argv[1], float(sys.argv[2])
+vm, gap, log = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 KVM = ('exits', 'pf_taken', 'pf_fixed', 'pf_spurious', 'pf_guest',
        'pf_emulate', 'pf_fast', 'halt_exits', 'halt_wakeup',
        'halt_successful_poll', 'irq_exits', 'irq_injections',
@@ -208,7 +208,6 @@ print(' '.join('='.join(ln.split()[:2]) for ln in read('/proc/meminfo')
 print('virtlogd pid %s alive: %s' % (
     read('/run/virtlogd.pid'),
     os.path.exists('/proc/%s' % read('/run/virtlogd.pid'))))
-log = '/var/log/libvirt/qemu/%s.serial.log' % vm
 print('serial log %s: %s bytes' % (
     log, os.path.getsize(log) if os.path.exists(log) else 'no file'))
 print('--- dmesg (tail)')
@@ -221,7 +220,8 @@ def stall_evidence(node, name, gap=2):
     error message (EVIDENCE, run in the node); never raises: a failure to
     collect is itself reported."""
     try:
-        res = node.run(['/usr/bin/python3', '-c', EVIDENCE, name, str(gap)],
+        res = node.run(['/usr/bin/python3', '-c', EVIDENCE, name, str(gap),
+                        serial_log(name)],
                        timeout=180)
         return res.stdout + (res.stderr and '\nstderr: ' + res.stderr)
     except Exception as exc:  # noqa: B902 - the wait's error comes first
