@@ -44,8 +44,10 @@ mkfifo "$tmp/lackey"
 valgrind --tool=lackey --trace-mem=yes --log-file="$tmp/lackey" \
 	"$@" >/dev/null 2>&1 </dev/null &
 vg=$!
+# gzip -9 -n: the smallest file, and no name or time in its header, so
+# two recordings of the same accesses are the same file
 "$here/build/tlbsim" lackey2trace --skip "$skip" --max "$max" $instr <"$tmp/lackey" |
-	gzip -1 >"$tmp/out.trc.gz"
+	gzip -9 -n >"$tmp/out.trc.gz"
 # enough recorded (or the program ended): stop valgrind, ours only
 kill -KILL "$vg" 2>/dev/null || true
 wait "$vg" 2>/dev/null || true
