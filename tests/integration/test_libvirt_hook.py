@@ -76,6 +76,55 @@ def wait_coverage(name, target=0.99, timeout=10.0):
     return cov, time.monotonic() - t0
 
 
+def free_huge_mib():
+    """MiB of this host's free memory in blocks of a huge page or more
+    (/proc/buddyinfo, every zone)."""
+    order = (hostfacts.hpage_pmd_size() // os.sysconf('SC_PAGE_SIZE')
+             ).bit_length() - 1
+    pages = 0
+    with open('/proc/buddyinfo') as f:
+        for line in f:
+            counts = [int(c) for c in line.split()[4:]]
+            pages += sum(n << o for o, n in enumerate(counts) if o >= order)
+    return pages * os.sysconf('SC_PAGE_SIZE') // (1 << 20)
+
+
+def thp_fallbacks():
+    with open('/proc/vmstat') as f:
+        return int(re.search(r'^thp_fault_fallback (\d+)$', f.read(),
+                             re.M).group(1))
+
+
+def make_huge_room(mib):
+    """A pre-faulted guest is huge from its first touch only when the host
+    has free huge-page blocks; on this shared machine the page cache and
+    other tenants' guests often hold them. When fewer than twice ``mib``
+    are free, compact this host's memory once (/proc/sys/vm/compact_memory:
+    moves pages, changes no setting), as an operator would before starting
+    such a guest, and say so. Returns the fallback count to compare."""
+    free = free_huge_mib()
+    if free < 2 * mib:
+        with open('/proc/sys/vm/compact_memory', 'w') as f:
+            f.write('1')
+        print('host had %d MiB free in huge-page blocks for a %d MiB '
+              'guest: compacted, now %d MiB' % (free, mib, free_huge_mib()))
+    return thp_fallbacks()
+
+
+def check_huge(name, fallbacks0):
+    """The pre-faulted guest's RAM is huge within 10 s of its start; on
+    failure say how many faults the host served with small pages."""
+    cov, took = wait_coverage(name)
+    print('%s: %.2f %% AnonHugePages of guest RAM, %.2f s after start'
+          % (name, 100 * cov, took))
+    assert cov >= 0.99 and took <= 10, (
+        '%s: %.2f %% of guest RAM huge after %.1f s; the host served %d '
+        'THP faults with small pages meanwhile and has %d MiB free in '
+        'huge-page blocks now' % (name, 100 * cov, took,
+                                  thp_fallbacks() - fallbacks0,
+                                  free_huge_mib()))
+
+
 def check_hook_phases(host, name, phases):
     for phase in phases:
         rec = wait_hook(host, name, phase)
@@ -143,11 +192,9 @@ def test_driver_thp_vm(host, vm):
                             'tlbbalance:prefault': 'true',
                             'tlbbalance:tlbi_scope': 'die'})
     assert "<allocation mode=\"immediate\"/>" in xml
+    fallbacks0 = make_huge_room(256)
     vm(name, xml)
-    cov, took = wait_coverage(name)
-    print('%s: %.2f %% AnonHugePages of guest RAM, %.2f s after start'
-          % (name, 100 * cov, took))
-    assert cov >= 0.99 and took <= 10
+    check_huge(name, fallbacks0)
     _, st = status_of(name)
     assert st['managed'] and st['policy']['mode'] == 'balance'
     assert st['coverage']['anon_huge'] >= 0.99 * st['memory']
@@ -178,10 +225,9 @@ def test_domain_apply_vm(host, vm, tmp_path):
                        str(plain))
     assert rc == 0, err
     assert 'tlbbalance:policy' in xml
+    fallbacks0 = make_huge_room(256)
     vm(name, xml)
-    cov, took = wait_coverage(name)
-    print('%s: %.2f %% AnonHugePages, %.2f s' % (name, 100 * cov, took))
-    assert cov >= 0.99 and took <= 10
+    check_huge(name, fallbacks0)
     _, st = status_of(name)
     assert [r['block'] for r in st['ranges']] == ['ram-node0', 'ram-node1']
     assert st['aligned'], st['ranges']
