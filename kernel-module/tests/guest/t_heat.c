@@ -44,6 +44,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,12 +191,34 @@ static struct lat read_loop(int ms)
  * counts in both; the window may add no more than one slow read in two
  * ticks (a tick that sleeps with the VM's lock held adds one every tick:
  * 49 in 48 ticks on 6.1, against 7 in 79 without the window).
+ *
+ * Load on the host comes in bursts, so one pair of loops can see a burst
+ * in the window's loop only (27 slow reads in 19 ticks on 5.10 at host
+ * load 20, the control 12 in 35 ticks): the pair is measured again, up to
+ * LAT_ATTEMPTS times, and each failed attempt is printed. A read that
+ * waits for the window does so on every tick, so it fails every attempt.
  */
+#define LAT_ATTEMPTS 3
+static bool lat_ok(const struct lat *base, const struct lat *win)
+{
+	return win->ticks >= 10 && win->slow * 2 <= base->slow * 2 + win->ticks;
+}
+
 static void read_latency(const char *what)
 {
-	struct lat base = read_loop(0), win = read_loop(LAT_WINDOW_MS);
+	struct lat base, win;
+	int attempt;
 
-	tap_ok(win.ticks >= 10 && win.slow * 2 <= base.slow * 2 + win.ticks,
+	for (attempt = 1; attempt <= LAT_ATTEMPTS; attempt++) {
+		base = read_loop(0);
+		win = read_loop(LAT_WINDOW_MS);
+		if (lat_ok(&base, &win))
+			break;
+		tap_diag("%s: attempt %d of %d: %u slow reads in %llu ticks with the window, %u in %llu without",
+			 what, attempt, LAT_ATTEMPTS, win.slow, win.ticks,
+			 base.slow, base.ticks);
+	}
+	tap_ok(lat_ok(&base, &win),
 	       "%s: status reads do not wait for the %d ms window (%u of %u reads took >= %d ms over %llu ticks, max %.1f ms; without a window %u of %u, max %.1f ms)",
 	       what, LAT_WINDOW_MS, win.slow, win.reads, LAT_WINDOW_MS * 2 / 3,
 	       win.ticks, win.max * 1e3, base.slow, base.reads,
