@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A family of workloads drawn from seeds, and every method on each.
 
-``python3 -m nova_tlbbalance.simulate.family [--seeds 0-11] [--json]``
+``python3 -m nova_tlbbalance.simulate.family [--seeds 0-11]
+[--traces sqlite,cc1,sysbench-memory] [--json]``
 
 Each seed gives one workload (``workload(seed)``): the kind cycles with
 the seed (so any run of consecutive seeds covers every kind) and the rest
@@ -19,6 +20,11 @@ adding seeds, and a seed always gives the same workload:
   counts and shares; stationary);
 - ``phases``: bursty phases, a chase and a sequential stream alternating
   every 1e6 to 5e7 accesses.
+
+Beside the seeds, ``recorded`` real programs: the traces committed in
+tlbsim/traces/recorded/ (a database, a compiler, sysbench memory; their
+README states what each holds and its limits), replayed looping
+(``trace:PATH``) for as many accesses as the seeds' runs.
 
 Footprints (VM sizes) are drawn from 128 MiB to 64 GiB. Every workload
 runs in a VM with both THP levels on the gs464v preset (its fitted cost
@@ -38,12 +44,16 @@ import concurrent.futures
 import json
 import math
 import random
+import subprocess
 import sys
 
 from nova_tlbbalance.simulate import engine
 from nova_tlbbalance.simulate import methods
 
 KINDS = ('drift', 'place', 'scatter', 'phases')
+RECORDED_KIND = 'recorded'
+# tlbsim/traces/recorded/NAME.trc.gz (README.md there)
+RECORDED = ('sqlite', 'cc1', 'sysbench-memory')
 STATIONARY = ('place', 'scatter')
 MIB = 1 << 20
 SIZES_MIB = (128, 512, 1024, 4096, 16384, 65536)
@@ -52,6 +62,7 @@ HUGE_MIB = 32                   # gs464v's huge page
 CI_SEEDS = (0, 1, 4, 5, 6, 8, 9, 11)
 CI_ACCESSES = 1e8               # ~20 simulated seconds (fitted model)
 LONG_ACCESSES = 6e8             # --long: ~2 simulated minutes
+CI_TRACE_ACCESSES = CI_ACCESSES  # the recorded programs in CI
 NEW_METHOD = 'safe'
 GOAL_VS_OFF = 0.01              # never more than 1 % slower than off
 GOAL_VS_BEST_FIXED = 0.02       # stationary: within 2 % of the best
@@ -62,6 +73,29 @@ DRIFT_EVERY = 1000000
 
 def _mib(x):
     return '%dM' % x
+
+
+def recorded_path(name):
+    """Path of the committed trace ``name`` (tlbsim/traces/recorded)."""
+    return engine.tlbsim_dir() / 'traces' / 'recorded' / (
+        '%s.trc.gz' % name)
+
+
+def recorded(name, tlbsim=None):
+    """The workload of the committed recording ``name``: as ``workload``
+    returns, keyed by the name (``seed`` None); ValueError names an
+    unknown or missing one."""
+    path = recorded_path(name)
+    if not path.is_file():
+        raise ValueError('recorded trace %r: no %s (known: %s)'
+                         % (name, path, ', '.join(RECORDED)))
+    info = subprocess.run(
+        [tlbsim or engine.binary(), 'trace-info', str(path)],
+        capture_output=True, text=True, check=True).stdout
+    n = json.loads(info.strip().splitlines()[-1])['accesses']
+    return {'seed': None, 'key': name, 'kind': RECORDED_KIND,
+            'spec': 'trace:%s' % path, 'size_mib': None,
+            'what': name, 'stationary': False, 'trace_accesses': n}
 
 
 def workload(seed):
@@ -102,7 +136,8 @@ def workload(seed):
         period = rng.choice((1000000, 10000000, 50000000))
         spec = 'phases:size=%s,period=%d' % (_mib(size), period)
         where = 'period %d' % period
-    out = {'seed': seed, 'kind': kind, 'spec': spec, 'size_mib': size,
+    out = {'seed': seed, 'key': seed, 'kind': kind, 'spec': spec,
+           'size_mib': size,
            'what': where, 'stationary': kind in STATIONARY}
     if kind == 'phases':
         out['period'] = period
@@ -152,21 +187,27 @@ def reversal_bound(run_s, kind, total_pages, phase_changes=0):
     return per_search * searches
 
 
-def evaluate(seeds=CI_SEEDS, accesses=CI_ACCESSES, jobs=2, tlbsim=None):
-    """Every method on every seed's workload; dict with rows and checks."""
+def evaluate(seeds=CI_SEEDS, accesses=CI_ACCESSES, jobs=2, tlbsim=None,
+             traces=RECORDED, trace_accesses=None):
+    """Every method on every seed's workload and on each recorded trace
+    of ``traces`` (``trace_accesses`` each, default ``accesses``); dict
+    with rows and checks."""
     tlbsim = tlbsim or engine.binary()
     wls = [workload(s) for s in seeds]
+    wls += [dict(recorded(t, tlbsim), accesses=int(
+        trace_accesses or accesses)) for t in traces]
     off_cfg = engine.Config('off', controller='off')
     runs = []
     for w in wls:
-        runs.append(((w['seed'], 'off'), w['spec'], off_cfg))
-        runs += [((w['seed'], m), w['spec'], methods.config(m, v))
+        n = w.get('accesses', accesses)
+        runs.append(((w['key'], 'off'), w['spec'], off_cfg, n))
+        runs += [((w['key'], m), w['spec'], methods.config(m, v), n)
                  for m, v in methods.METHODS]
 
     def one(item):
-        key, spec, cfg = item[:3]
-        return key, _run(spec, accesses, cfg, tlbsim,
-                         **(item[3] if len(item) > 3 else {}))
+        key, spec, cfg, n = item[:4]
+        return key, _run(spec, n, cfg, tlbsim,
+                         **(item[4] if len(item) > 4 else {}))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         res = dict(ex.map(one, runs))
@@ -174,55 +215,66 @@ def evaluate(seeds=CI_SEEDS, accesses=CI_ACCESSES, jobs=2, tlbsim=None):
     for w in wls:
         if not w['stationary']:
             continue
-        total = res[(w['seed'], 'off')]['total_pages']
+        total = res[(w['key'], 'off')]['total_pages']
         lims = {total * k // 4 for k in range(4)}
-        lims |= {res[(w['seed'], m)]['huge_limit']
+        lims |= {res[(w['key'], m)]['huge_limit']
                  for m, _ in methods.METHODS}
         lims.discard(total)
-        fixed_runs += [((w['seed'], 'fixed', lim), w['spec'],
-                        engine.Config('fixed-%d' % lim, huge_limit=lim))
+        fixed_runs += [((w['key'], 'fixed', lim), w['spec'],
+                        engine.Config('fixed-%d' % lim, huge_limit=lim),
+                        accesses)
                        for lim in sorted(lims)]
         # the same limits reached as a controller reaches them: the
         # pages fault in huge, then the limiter splits down to the limit
         # in its (default) split order
-        fixed_runs += [((w['seed'], 'split', lim), w['spec'],
+        fixed_runs += [((w['key'], 'split', lim), w['spec'],
                         engine.Config('split-%d' % lim, huge_limit=lim),
-                        {'huge_limit_at': SPLIT_AT_S})
+                        accesses, {'huge_limit_at': SPLIT_AT_S})
                        for lim in sorted(lims)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
         res.update(dict(ex.map(one, fixed_runs)))
     rows = []
     for w in wls:
-        off_r = res[(w['seed'], 'off')]
+        off_r = res[(w['key'], 'off')]
         off = off_r['est_time_s']
-        row = dict(w, accesses=int(accesses), est_time_s_off=off,
+        n = w.get('accesses', accesses)
+        row = dict(w, accesses=int(n), est_time_s_off=off,
                    total_pages=off_r['total_pages'],
                    run_s=round(off, 1),
                    refill_share_off=off_r['refill_share'])
+        if w['kind'] == RECORDED_KIND:
+            # the VM: the trace's regions, packed (docs/simulator.md)
+            row['size_mib'] = off_r['total_pages'] * HUGE_MIB
         for m, _ in methods.METHODS:
-            row[m] = _row(res[(w['seed'], m)], off)
+            row[m] = _row(res[(w['key'], m)], off)
         if w['stationary']:
             for kind in ('fixed', 'split'):
                 row['best_' + kind] = _best_limit(
-                    res, w['seed'], kind, off_r['total_pages'], off)
-        changes = (int(accesses // w['period'])
-                   if w['kind'] == 'phases' else 0)
+                    res, w['key'], kind, off_r['total_pages'], off)
+        if w['kind'] == 'phases':
+            changes = int(n // w['period'])
+        elif w['kind'] == RECORDED_KIND:
+            # each wrap of the looping trace replays its start: a change
+            changes = int(n // w['trace_accesses'])
+        else:
+            changes = 0
         row['reversal_bound'] = reversal_bound(off, w['kind'],
                                                off_r['total_pages'], changes)
         rows.append(row)
     out = {'accesses': int(accesses), 'seeds': list(seeds),
+           'traces': list(traces),
            'methods': [m for m, _ in methods.METHODS], 'rows': rows}
     out['summary'] = summary(rows)
     out['checks'] = checks(rows)
     return out
 
 
-def _best_limit(res, seed, kind, total, off):
-    """The fastest of ``seed``'s ``kind`` runs ('fixed': held from the
-    start, 'split': split down to at SPLIT_AT_S), no limit (``total``,
-    time ``off``) among them; the higher limit on a tie."""
+def _best_limit(res, key, kind, total, off):
+    """The fastest of workload ``key``'s ``kind`` runs ('fixed': held
+    from the start, 'split': split down to at SPLIT_AT_S), no limit
+    (``total``, time ``off``) among them; the higher limit on a tie."""
     times = {k[2]: r['est_time_s'] for k, r in res.items()
-             if k[0] == seed and k[1] == kind}
+             if k[0] == key and k[1] == kind}
     times[total] = off
     best = min(times, key=lambda lim: (times[lim], -lim))
     return {'limit': best, 'vs_off': round(times[best] / off, 4)}
@@ -278,8 +330,9 @@ def table(out):
                 else '%.1f' % x['converged_s'], x['reversals'],
                 x['splits'], x['restores']))
         bf = [r.get(k) for k in ('best_fixed', 'best_split')]
-        lines.append('| %d | %s: %s | %s | %s | %s |' % (
-            r['seed'], r['kind'], r['what'], _mib(r['size_mib']),
+        lines.append('| %s | %s: %s | %s | %s | %s |' % (
+            '-' if r['seed'] is None else r['seed'], r['kind'], r['what'],
+            _mib(r['size_mib']),
             ' | '.join(cells), ' | '.join(
                 '%.4f (%d of %d)' % (b['vs_off'], b['limit'],
                                      r['total_pages']) if b else 'n/a'
@@ -302,6 +355,12 @@ def main(argv=None):
         prog='python3 -m nova_tlbbalance.simulate.family',
         description='every controller method on a seeded workload family')
     ap.add_argument('--seeds', default=','.join(map(str, CI_SEEDS)))
+    ap.add_argument('--traces', default=','.join(RECORDED),
+                    help='recorded programs of tlbsim/traces/recorded '
+                    '(comma-separated; "" for none)')
+    ap.add_argument('--trace-accesses', type=float, default=None,
+                    help='accesses per run on a trace (default: as the '
+                    'seeds)')
     ap.add_argument('--accesses', type=float, default=None)
     ap.add_argument('--long', action='store_true',
                     help='runs of %g accesses instead of %g'
@@ -313,8 +372,14 @@ def main(argv=None):
         seeds = parse_seeds(args.seeds)
     except ValueError as exc:
         ap.error(str(exc))
+    traces = [t for t in args.traces.split(',') if t]
+    for t in traces:
+        if not recorded_path(t).is_file():
+            ap.error('--traces: no recorded trace %r (%s; known: %s)'
+                     % (t, recorded_path(t), ', '.join(RECORDED)))
     n = args.accesses or (LONG_ACCESSES if args.long else CI_ACCESSES)
-    out = evaluate(seeds, n, jobs=args.jobs)
+    out = evaluate(seeds, n, jobs=args.jobs, traces=traces,
+                   trace_accesses=args.trace_accesses)
     print(json.dumps(out, indent=1) if args.json else table(out))
     return 0 if all(out['checks'].values()) else 1
 

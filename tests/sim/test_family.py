@@ -16,6 +16,11 @@ CI runs the seeds of ``family.CI_SEEDS`` with short runs
 (``family.CI_ACCESSES``, about 20 simulated seconds each); the long runs
 are ``python3 -m nova_tlbbalance.simulate.family --long`` (docs/simulator.md
 has their table), and ``TLBB_SIM_FAMILY_LONG=1`` makes this test use them.
+The recorded real programs of tlbsim/traces/recorded (sqlite, gcc's cc1,
+sysbench memory: committed traces, so no valgrind here) are rows of the
+same table and under the same checks (never 1 % slower than the
+controller off, reversals bounded), replayed looping for
+``family.CI_TRACE_ACCESSES`` accesses.
 The issue's two cases (a drifting hot set and a hot set at the top, where
 the paper's method and hill were slower than no controller) are run as
 they were reported, on 3e8 accesses.
@@ -43,7 +48,8 @@ def out(tlbsim):
     res = family.evaluate(
         family.CI_SEEDS,
         family.LONG_ACCESSES if long_run else family.CI_ACCESSES,
-        tlbsim=tlbsim)
+        tlbsim=tlbsim,
+        trace_accesses=None if long_run else family.CI_TRACE_ACCESSES)
     print('\n' + family.table(res))
     return res
 
@@ -59,6 +65,46 @@ def test_family_covers_every_kind_and_size_range():
     assert min(sizes) <= 512 and max(sizes) >= 16384
     # a seed always gives the same workload
     assert family.workload(7) == family.workload(7)
+
+
+def test_recorded_programs_are_committed_and_small(tlbsim):
+    """A database, a compiler and sysbench memory, each a small file
+    (tlbsim/traces/recorded/README.md), readable by tlbsim."""
+    assert set(family.RECORDED) == {'sqlite', 'cc1', 'sysbench-memory'}
+    total = 0
+    for name in family.RECORDED:
+        path = family.recorded_path(name)
+        size = path.stat().st_size
+        assert size <= 1600000, (path, size)
+        total += size
+        w = family.recorded(name, tlbsim)
+        assert w['kind'] == family.RECORDED_KIND and not w['stationary']
+        assert w['trace_accesses'] >= 1000000, w
+    assert total <= 5000000
+    with pytest.raises(ValueError, match="'nosuch'"):
+        family.recorded('nosuch', tlbsim)
+
+
+def test_recorded_programs_in_the_family(out):
+    """Each recording is a row of the table, under the family's checks:
+    safe never more than 1 % slower than the controller off, its
+    reversals within the bound."""
+    rows = {r['what']: r for r in out['rows']
+            if r['kind'] == family.RECORDED_KIND}
+    assert set(rows) == set(family.RECORDED)
+    m = family.NEW_METHOD
+    for name, r in rows.items():
+        assert r['accesses'] == int(family.CI_TRACE_ACCESSES) or \
+            os.environ.get('TLBB_SIM_FAMILY_LONG') == '1'
+        assert r[m]['vs_off'] <= 1 + family.GOAL_VS_OFF, (name, r[m])
+        assert r[m]['reversals'] <= r['reversal_bound'], (name, r[m])
+        assert r['total_pages'] >= 1
+    # not a vacuous pass: sysbench's random reads over 2 GiB thrash the
+    # VTLB with both THP levels, and the controller acts there
+    assert rows['sysbench-memory'][m]['splits'] > 0
+    text = family.table(out)
+    for name in family.RECORDED:
+        assert '| recorded: %s |' % name in text
 
 
 def test_seeds_parse_and_name_the_culprit():

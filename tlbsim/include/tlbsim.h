@@ -305,8 +305,11 @@ void tlbs_trace_free(struct tlbs_trace_reader *t);
  */
 int tlbs_trace_regions(const char *path, u32 shift, FILE *out, char *err,
 		       size_t errlen);
-/* lackey --trace-mem=yes output (stdin) -> trace (stdout). */
-int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
+/*
+ * lackey --trace-mem=yes output (stdin) -> trace (stdout): the accesses
+ * after the first @skip, at most @max_accesses of them (0: all).
+ */
+int tlbs_lackey_convert(FILE *in, FILE *out, u64 skip, u64 max_accesses,
 			int with_instr, u64 *accesses, u64 *records);
 
 /*

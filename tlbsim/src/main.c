@@ -6,7 +6,7 @@
  *   tlbsim presets                the built-in machine names
  *   tlbsim preset NAME            a preset's geometry file
  *   tlbsim version                controller source and its SHA-256
- *   tlbsim lackey2trace [--max N] [--instr]   lackey log (stdin) -> trace
+ *   tlbsim lackey2trace [--skip N] [--max N] [--instr]   lackey log -> trace
  *   tlbsim trace-info FILE        accesses, records, regions of a trace
  *   tlbsim trace-regions [--shift S] FILE   accesses per region
  */
@@ -32,7 +32,8 @@ static void usage(FILE *f)
 "                  the start: the pages fault in huge, then are split)\n"
 "                  [--access-ns NS] [--refill-ns NS] (override the machine)\n"
 "       tlbsim presets | preset NAME | version\n"
-"       tlbsim lackey2trace [--max N] [--instr] < lackey.log > out.trc\n"
+"       tlbsim lackey2trace [--skip N] [--max N] [--instr]\n"
+"                  < lackey.log > out.trc\n"
 "       tlbsim trace-info FILE\n"
 "       tlbsim trace-regions [--shift S] FILE (default S 25: 32 MiB)\n"
 "Workload SPECs: mcf, chase:size=1600M[,hot_pages=N,hot_frac=F],\n"
@@ -303,7 +304,7 @@ out:
 
 static int cmd_lackey(int argc, char **argv)
 {
-	u64 max = 0, acc = 0, rec = 0;
+	u64 skip = 0, max = 0, acc = 0, rec = 0;
 	int i, instr = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -312,13 +313,16 @@ static int cmd_lackey(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
 			if (parse_count("--max", argv[++i], &max))
 				return 2;
+		} else if (!strcmp(argv[i], "--skip") && i + 1 < argc) {
+			if (parse_count("--skip", argv[++i], &skip))
+				return 2;
 		} else {
 			fprintf(stderr, "tlbsim lackey2trace: unexpected '%s'\n",
 				argv[i]);
 			return 2;
 		}
 	}
-	if (tlbs_lackey_convert(stdin, stdout, max, instr, &acc, &rec)) {
+	if (tlbs_lackey_convert(stdin, stdout, skip, max, instr, &acc, &rec)) {
 		fprintf(stderr, "tlbsim lackey2trace: write failed\n");
 		return 1;
 	}

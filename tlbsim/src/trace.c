@@ -432,9 +432,10 @@ out:
  * valgrind --tool=lackey --trace-mem=yes prints one access per line:
  * "I  0401bd10,3" (instruction fetch), " L addr,size", " S addr,size",
  * " M addr,size" (modify: load and store of one address). Lines starting
- * "==" are valgrind's own. Data accesses only unless @with_instr.
+ * "==" are valgrind's own. Data accesses only unless @with_instr. The
+ * first @skip accesses (a program's start-up) are read and dropped.
  */
-int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
+int tlbs_lackey_convert(FILE *in, FILE *out, u64 skip, u64 max_accesses,
 			int with_instr, u64 *accesses, u64 *records)
 {
 	struct tlbs_trace_writer *w = tlbs_trace_create(out, 12);
@@ -455,6 +456,10 @@ int tlbs_lackey_convert(FILE *in, FILE *out, u64 max_accesses,
 		if (kind != 'L' && kind != 'S' && kind != 'M' &&
 		    !(kind == 'I' && with_instr))
 			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
 		p++;
 		while (*p == ' ')
 			p++;

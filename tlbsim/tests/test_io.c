@@ -299,7 +299,7 @@ static void test_lackey(void)
 	rewind(in);
 	snprintf(out_path, sizeof(out_path), "%s.trc", in_path);
 	out_f = fopen(out_path, "wb");
-	CHECK_EQ(tlbs_lackey_convert(in, out_f, 0, 0, &acc, &rec), 0);
+	CHECK_EQ(tlbs_lackey_convert(in, out_f, 0, 0, 0, &acc, &rec), 0);
 	fclose(out_f);
 	CHECK_EQ(acc, 4);	/* data only: L, S, M, L */
 	CHECK_EQ(rec, 3);	/* the L and S share a page */
@@ -313,14 +313,27 @@ static void test_lackey(void)
 	}
 	rewind(in);
 	out_f = fopen(out_path, "wb");
-	CHECK_EQ(tlbs_lackey_convert(in, out_f, 0, 1, &acc, &rec), 0);
+	CHECK_EQ(tlbs_lackey_convert(in, out_f, 0, 0, 1, &acc, &rec), 0);
 	fclose(out_f);
 	CHECK_EQ(acc, 6);	/* with instruction fetches */
 	rewind(in);
 	out_f = fopen(out_path, "wb");
-	CHECK_EQ(tlbs_lackey_convert(in, out_f, 2, 0, &acc, &rec), 0);
+	CHECK_EQ(tlbs_lackey_convert(in, out_f, 0, 2, 0, &acc, &rec), 0);
 	fclose(out_f);
 	CHECK_EQ(acc, 2);	/* --max */
+	rewind(in);
+	out_f = fopen(out_path, "wb");
+	CHECK_EQ(tlbs_lackey_convert(in, out_f, 2, 1, 0, &acc, &rec), 0);
+	fclose(out_f);
+	CHECK_EQ(acc, 1);	/* --skip 2 --max 1: the M only */
+	t = tlbs_trace_open_regions(out_path, 21, err, sizeof(err));
+	CHECK(t != NULL, "%s", err);
+	if (t) {
+		CHECK_EQ(tlbs_trace_read(t, out, 8), 1);
+		/* the M's page, 0x0402b000, at its offset in its region */
+		CHECK_EQ(out[0], 0x2b000);
+		tlbs_trace_free(t);
+	}
 	fclose(in);
 	unlink(in_path);
 	unlink(out_path);

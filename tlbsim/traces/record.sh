@@ -3,8 +3,10 @@
 # Record a program's data-address trace with valgrind's lackey tool and
 # convert it to tlbsim's compact trace format (gzip-compressed).
 #
-#   traces/record.sh [-n MAX_ACCESSES] [-i] OUT.trc.gz -- PROGRAM [ARGS...]
+#   traces/record.sh [-s SKIP] [-n MAX_ACCESSES] [-i] OUT.trc.gz -- PROGRAM [ARGS...]
 #
+# -s  drop the first SKIP accesses (a program's start-up; default 0): the
+#     trace holds accesses SKIP+1 to SKIP+MAX
 # -n  stop after this many accesses (default 50000000); valgrind is then
 #     stopped (lackey slows a program ~100x, so this bounds the time)
 # -i  include instruction fetches (default: data loads/stores only)
@@ -16,18 +18,20 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 max=50000000
+skip=0
 instr=
-while getopts "n:i" opt; do
+while getopts "s:n:i" opt; do
 	case $opt in
+	s) skip=$OPTARG ;;
 	n) max=$OPTARG ;;
 	i) instr=--instr ;;
-	*) echo "usage: $0 [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
+	*) echo "usage: $0 [-s SKIP] [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
 	   exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 3 ] || [ "$2" != "--" ]; then
-	echo "usage: $0 [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
+	echo "usage: $0 [-s SKIP] [-n MAX] [-i] OUT.trc.gz -- PROGRAM [ARGS...]" >&2
 	exit 2
 fi
 out=$1
@@ -40,8 +44,10 @@ mkfifo "$tmp/lackey"
 valgrind --tool=lackey --trace-mem=yes --log-file="$tmp/lackey" \
 	"$@" >/dev/null 2>&1 </dev/null &
 vg=$!
-"$here/build/tlbsim" lackey2trace --max "$max" $instr <"$tmp/lackey" |
-	gzip -1 >"$tmp/out.trc.gz"
+# gzip -9 -n: the smallest file, and no name or time in its header, so
+# two recordings of the same accesses are the same file
+"$here/build/tlbsim" lackey2trace --skip "$skip" --max "$max" $instr <"$tmp/lackey" |
+	gzip -9 -n >"$tmp/out.trc.gz"
 # enough recorded (or the program ended): stop valgrind, ours only
 kill -KILL "$vg" 2>/dev/null || true
 wait "$vg" 2>/dev/null || true
