@@ -46,13 +46,45 @@ def _read(path):
         return ''
 
 
-def nohugepage_vmas(pid, proc='/proc'):
-    """How many VMAs of process ``pid`` carry VM_NOHUGEPAGE (``nh`` in
-    the VmFlags of its smaps); None when it cannot be read."""
+def guest_ram(text):
+    """The ``ranges`` attribute's text -> [(start, end)] host virtual
+    addresses of the VM's guest RAM (lines ``HVA LEN GPA``, hex)."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 2:
+            try:
+                hva, length = int(f[0], 0), int(f[1], 0)
+            except ValueError:
+                continue
+            out.append((hva, hva + length))
+    return out
+
+
+def nohugepage_vmas(pid, ram, proc='/proc'):
+    """How many VMAs of process ``pid`` inside its guest RAM ``ram``
+    ([(start, end)], what the module held) carry VM_NOHUGEPAGE (``nh`` in
+    the VmFlags of its smaps); None when it cannot be read.
+
+    Only guest RAM counts: that is all the module ever marks. Other VMAs
+    may carry it by the kernel's or QEMU's own doing: from Linux 6.8
+    (commit "mm: mmap: map MAP_STACK to VM_NOHUGEPAGE") every thread
+    stack glibc maps with MAP_STACK does, e.g. QEMU's 8 MiB vCPU and
+    worker thread stacks and their guard pages, before any registration
+    (6 VMAs of a never-registered QEMU on Debian's 6.12).
+    """
     try:
+        n, start, end = 0, 0, 0
         with open(os.path.join(proc, str(pid), 'smaps')) as f:
-            return sum(1 for line in f if line.startswith('VmFlags:')
-                       and ' nh' in line)
+            for line in f:
+                head = line.split(None, 1)[0]
+                if '-' in head and not head.endswith(':'):
+                    a, _, b = head.partition('-')
+                    start, end = int(a, 16), int(b, 16)
+                elif line.startswith('VmFlags:') and ' nh' in line and \
+                        any(start < e and s < end for s, e in ram):
+                    n += 1
+        return n
     except (OSError, ValueError):
         return None
 
@@ -67,6 +99,7 @@ def release(client, proc='/proc', clock=time.time):
         d = os.path.join(client.root, 'vms', vm)
         pid = _read(os.path.join(d, 'pid'))
         mode = _read(os.path.join(d, 'mode'))
+        ram = guest_ram(_read(os.path.join(d, 'ranges')))
         try:
             client.unregister(vm)
         except (modclient.ModuleError, OSError, ValueError) as exc:
@@ -75,7 +108,8 @@ def release(client, proc='/proc', clock=time.time):
         entry = {'vm': vm, 'pid': int(pid) if pid.isdigit() else 0,
                  'mode': mode, 'released_at': clock()}
         if entry['pid']:
-            entry['nohugepage_vmas'] = nohugepage_vmas(entry['pid'], proc)
+            entry['nohugepage_vmas'] = nohugepage_vmas(entry['pid'], ram,
+                                                       proc)
         doc['released'].append(entry)
     return doc
 
