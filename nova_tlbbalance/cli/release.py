@@ -15,6 +15,7 @@ import sys
 import time
 
 from nova_tlbbalance import modclient
+from nova_tlbbalance.probes.proc import vmas_with_flag
 
 
 def register(sub):
@@ -46,25 +47,10 @@ def _read(path):
         return ''
 
 
-def guest_ram(text):
-    """The ``ranges`` attribute's text -> [(start, end)] host virtual
-    addresses of the VM's guest RAM (lines ``HVA LEN GPA``, hex)."""
-    out = []
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) >= 2:
-            try:
-                hva, length = int(f[0], 0), int(f[1], 0)
-            except ValueError:
-                continue
-            out.append((hva, hva + length))
-    return out
-
-
 def nohugepage_vmas(pid, ram, proc='/proc'):
     """How many VMAs of process ``pid`` inside its guest RAM ``ram``
-    ([(start, end)], what the module held) carry VM_NOHUGEPAGE (``nh`` in
-    the VmFlags of its smaps); None when it cannot be read.
+    ([(hva, length)], what the module held) carry VM_NOHUGEPAGE (``nh`` in
+    the VmFlags of its smaps); None when either cannot be read.
 
     Only guest RAM counts: that is all the module ever marks. Other VMAs
     may carry it by the kernel's or QEMU's own doing: from Linux 6.8
@@ -73,18 +59,10 @@ def nohugepage_vmas(pid, ram, proc='/proc'):
     worker thread stacks and their guard pages, before any registration
     (6 VMAs of a never-registered QEMU on Debian's 6.12).
     """
+    if ram is None:
+        return None
     try:
-        n, start, end = 0, 0, 0
-        with open(os.path.join(proc, str(pid), 'smaps')) as f:
-            for line in f:
-                head = line.split(None, 1)[0]
-                if '-' in head and not head.endswith(':'):
-                    a, _, b = head.partition('-')
-                    start, end = int(a, 16), int(b, 16)
-                elif line.startswith('VmFlags:') and ' nh' in line and \
-                        any(start < e and s < end for s, e in ram):
-                    n += 1
-        return n
+        return vmas_with_flag(pid, ram, 'nh', proc)
     except (OSError, ValueError):
         return None
 
@@ -99,7 +77,10 @@ def release(client, proc='/proc', clock=time.time):
         d = os.path.join(client.root, 'vms', vm)
         pid = _read(os.path.join(d, 'pid'))
         mode = _read(os.path.join(d, 'mode'))
-        ram = guest_ram(_read(os.path.join(d, 'ranges')))
+        try:
+            ram = [(hva, n) for hva, n, _ in client.ranges(vm) or ()]
+        except (OSError, ValueError):
+            ram = None
         try:
             client.unregister(vm)
         except (modclient.ModuleError, OSError, ValueError) as exc:

@@ -77,6 +77,7 @@ def affinity(tid):
 
 
 _SMAPS_VMA = re.compile(r'^([0-9a-f]+)-([0-9a-f]+) ', re.M)
+_SMAPS_FLAGS = re.compile(r'^VmFlags:(.*)$', re.M)
 _SMAPS_KEYS = re.compile(r'^(AnonHugePages|Private_Hugetlb|Shared_Hugetlb|'
                          r'Rss|KernelPageSize):\s+(\d+) kB', re.M)
 
@@ -107,6 +108,19 @@ def _sections(text, want):
             out.append((m.end(), heads[i + 1].start() if i + 1 < len(heads)
                         else len(text)))
     return out
+
+
+def vmas_with_flag(pid, ranges, flag, proc='/proc'):
+    """How many VMAs of ``pid`` overlapping ``ranges`` ([(hva, length)])
+    carry ``flag`` among their smaps VmFlags (``nh``: VM_NOHUGEPAGE)."""
+    want = [(h, h + n) for h, n in ranges]
+    with open('%s/%d/smaps' % (proc, pid)) as f:
+        text = f.read()
+    n = 0
+    for start, stop in _sections(text, want):
+        m = _SMAPS_FLAGS.search(text, start, stop)
+        n += bool(m and flag in m.group(1).split())
+    return n
 
 
 def smaps_huge(pid, ranges, proc='/proc'):

@@ -76,9 +76,14 @@ def _mib(x):
 
 
 def recorded_path(name):
-    """Path of the committed trace ``name`` (tlbsim/traces/recorded)."""
-    return engine.tlbsim_dir() / 'traces' / 'recorded' / (
+    """Path of the committed trace ``name`` (tlbsim/traces/recorded);
+    ValueError names an unknown or missing one."""
+    path = engine.tlbsim_dir() / 'traces' / 'recorded' / (
         '%s.trc.gz' % name)
+    if not path.is_file():
+        raise ValueError('recorded trace %r: no %s (known: %s)'
+                         % (name, path, ', '.join(RECORDED)))
+    return path
 
 
 def recorded(name, tlbsim=None):
@@ -86,9 +91,6 @@ def recorded(name, tlbsim=None):
     returns, keyed by the name (``seed`` None); ValueError names an
     unknown or missing one."""
     path = recorded_path(name)
-    if not path.is_file():
-        raise ValueError('recorded trace %r: no %s (known: %s)'
-                         % (name, path, ', '.join(RECORDED)))
     info = subprocess.run(
         [tlbsim or engine.binary(), 'trace-info', str(path)],
         capture_output=True, text=True, check=True).stdout
@@ -373,10 +375,11 @@ def main(argv=None):
     except ValueError as exc:
         ap.error(str(exc))
     traces = [t for t in args.traces.split(',') if t]
-    for t in traces:
-        if not recorded_path(t).is_file():
-            ap.error('--traces: no recorded trace %r (%s; known: %s)'
-                     % (t, recorded_path(t), ', '.join(RECORDED)))
+    try:
+        for t in traces:
+            recorded_path(t)
+    except ValueError as exc:
+        ap.error('--traces: %s' % exc)
     n = args.accesses or (LONG_ACCESSES if args.long else CI_ACCESSES)
     out = evaluate(seeds, n, jobs=args.jobs, traces=traces,
                    trace_accesses=args.trace_accesses)

@@ -95,13 +95,15 @@ def thp_fallbacks():
                              re.M).group(1))
 
 
-def make_huge_room(mib):
+def make_huge_room(xml):
     """A pre-faulted guest is huge from its first touch only when the host
     has free huge-page blocks; on this shared machine the page cache and
-    other tenants' guests often hold them. When fewer than twice ``mib``
-    are free, compact this host's memory once (/proc/sys/vm/compact_memory:
-    moves pages, changes no setting), as an operator would before starting
-    such a guest, and say so. Returns the fallback count to compare."""
+    other tenants' guests often hold them. When fewer than twice the guest
+    RAM of domain ``xml`` are free, compact this host's memory once
+    (/proc/sys/vm/compact_memory: moves pages, changes no setting), as an
+    operator would before starting such a guest, and say so. Returns the
+    fallback count to compare."""
+    mib = domxml.parse(xml).memory >> 20
     free = free_huge_mib()
     if free < 2 * mib:
         with open('/proc/sys/vm/compact_memory', 'w') as f:
@@ -192,7 +194,7 @@ def test_driver_thp_vm(host, vm):
                             'tlbbalance:prefault': 'true',
                             'tlbbalance:tlbi_scope': 'die'})
     assert "<allocation mode=\"immediate\"/>" in xml
-    fallbacks0 = make_huge_room(256)
+    fallbacks0 = make_huge_room(xml)
     vm(name, xml)
     check_huge(name, fallbacks0)
     _, st = status_of(name)
@@ -225,7 +227,7 @@ def test_domain_apply_vm(host, vm, tmp_path):
                        str(plain))
     assert rc == 0, err
     assert 'tlbbalance:policy' in xml
-    fallbacks0 = make_huge_room(256)
+    fallbacks0 = make_huge_room(xml)
     vm(name, xml)
     check_huge(name, fallbacks0)
     _, st = status_of(name)
