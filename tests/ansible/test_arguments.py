@@ -73,6 +73,8 @@ def test_arg_spec_refuses_before_any_task(ansible_dir, var, value, says):
     ({'tlbbalance_module_install': 'prebuilt'},
      "module_ko=''"),
     ({'tlbbalance_provider_traits': ['rack_a']}, "provider_traits=['rack_a']"),
+    ({'tlbbalance_dkms_mok_key': '/etc/fleet/mok.key'},
+     "dkms_mok_key='/etc/fleet/mok.key', dkms_mok_cert=''"),
 ])
 def test_checks_across_variables_name_the_culprit(ansible_dir, extra, says):
     rc, out = playbook(ansible_dir, **extra)

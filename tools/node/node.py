@@ -52,6 +52,16 @@ CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.
 INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
+# ... and with a disk (Node(disk=)): the overlay's upper layer on ext4 on
+# a virtio disk (crc32c: ext4's checksums, a soft dependency modules.dep
+# does not list).
+DISK_MODULES = ('virtio_blk', 'crc32c_generic', 'ext4')
+# What the node itself loads with modprobe (node-init.sh, libvirtd, QEMU,
+# tlbbalance.ko's dependencies): a module subset (module_subset()) holds
+# these and what they need.
+NODE_MODULES = INITRAMFS_MODULES + DISK_MODULES + (
+    'virtio_console', 'virtio_net', 'kvm_amd', 'configfs', 'tun',
+    'vhost_net', 'loop', 'fuse', 'nbd', 'dm_mod')
 # isa-debug-exit statuses set by the initramfs / node-init.sh on failure.
 EXIT_INITRAMFS = 120
 EXIT_NO_IO = 121
@@ -143,11 +153,13 @@ class Kernel(boot.Kernel):
             raise NodeError(str(e))
 
 
-def build_initramfs(kernel):
-    """busybox + the 9p/overlay modules + initramfs-init.sh, cached."""
+def build_initramfs(kernel, disk=False):
+    """busybox + the 9p/overlay modules (disk: and the virtio disk's and
+    ext4's) + initramfs-init.sh, cached."""
     with open(os.path.join(HERE, 'initramfs-init.sh'), 'rb') as f:
         init = f.read()
-    mods = kernel.module_deps(INITRAMFS_MODULES)
+    mods = kernel.module_deps(INITRAMFS_MODULES +
+                              (DISK_MODULES if disk else ()))
     try:
         busybox = kernel.busybox()
     except boot.BootError as e:
@@ -160,6 +172,51 @@ def build_initramfs(kernel):
         return path
     return boot.write_initramfs(path, boot.initramfs_entries(
         kernel, init, mods))
+
+
+def module_subset(kernel, dest, names=NODE_MODULES):
+    """A /lib/modules/<abi> tree at dest/<abi> with only the modules in
+    names and what they need (from the kernel cache), plus the kernel's
+    modules.order, modules.builtin* and the modules.* files depmod
+    writes for that subset (depmod run here, on this machine, in
+    seconds); returns its path.
+
+    Why: the node's root is this machine's over 9p, and in the node a
+    depmod over a whole Debian tree (~4000 modules) takes ~2 min under
+    TCG; DKMS runs one at each install and remove. A subset holds what
+    the node loads (NODE_MODULES), and tests/ansible installs one as a
+    kernel image package's modules (docs/node.md, "Module subsets")."""
+    tree = os.path.join(dest, kernel.abi)
+    shutil.rmtree(tree, ignore_errors=True)
+    os.makedirs(tree)
+    for mod in kernel.module_deps(names):
+        os.makedirs(os.path.join(tree, os.path.dirname(mod)), exist_ok=True)
+        shutil.copy2(os.path.join(kernel.modules, mod),
+                     os.path.join(tree, mod))
+    for name in ('modules.order', 'modules.builtin',
+                 'modules.builtin.modinfo'):
+        src = os.path.join(kernel.modules, name)
+        if os.path.exists(src):
+            shutil.copy2(src, os.path.join(tree, name))
+    # depmod -b ROOT expects ROOT/lib/modules/<abi>: a link farm of one
+    root = tempfile.mkdtemp(prefix='tlbb-depmod-')
+    try:
+        os.makedirs(os.path.join(root, 'lib', 'modules'))
+        os.symlink(tree, os.path.join(root, 'lib', 'modules', kernel.abi))
+        _run(['depmod', '-b', root, kernel.abi], 'depmod of %s' % tree)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return tree
+
+
+def make_disk(path, size_mib=4096):
+    """A sparse raw image with an empty ext4 file system: the node's
+    persistent upper layer (Node(disk=))."""
+    with open(path, 'wb') as f:
+        f.truncate(size_mib << 20)
+    _run(['mkfs.ext4', '-q', '-F', '-L', 'tlbb-upper', path],
+         'mkfs.ext4 of %s' % path)
+    return path
 
 
 def build_module(kernel):
@@ -233,7 +290,7 @@ class Node:
                  hugepages=0, thp='always', keep=False, boot_timeout=600,
                  ssh_port=None, netns=None, hostname=None, shares=(),
                  libvirt_relay=None, hook_log=None, run_dir=None,
-                 own_session=False):
+                 own_session=False, disk=None, moddir=None):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -266,6 +323,20 @@ class Node:
         # signal to the launcher's process group (tools/cloud stops its
         # processes that way) must not end the node before poweroff().
         self.own_session = own_session
+        # disk: a raw image with an ext4 file system (make_disk()) holding
+        # the overlay's upper layer instead of a tmpfs: what the node
+        # writes to its root survives a power-off, so a node booted again
+        # on the same disk (another kernel, too) is the same machine
+        # rebooted (LiveNode.reboot()). libvirt's configuration and
+        # domains (/etc/libvirt, /var/lib/libvirt) then persist as well.
+        self.disk = disk
+        # moddir: None: the kernel cache's /lib/modules/<abi>, bind-mounted
+        # at /lib/modules/<abi>; a path: that tree instead (a
+        # module_subset()), which on a disk is copied onto the root once
+        # (as a kernel package installs its modules) and stays there;
+        # '': the node's own /lib/modules/<abi>, already installed on its
+        # (persistent) root.
+        self.moddir = moddir
         self.proc = None
         self.sock = None
         self.exit_status = None
@@ -278,7 +349,7 @@ class Node:
     def prepare(self):
         t0 = time.monotonic()
         self.kernel = Kernel(self.kernel_line)
-        self.initramfs = build_initramfs(self.kernel)
+        self.initramfs = build_initramfs(self.kernel, disk=bool(self.disk))
         self.ko = build_module(self.kernel) if self.module else ''
         self.hook_cmd = (hook_install_cmd(self.hook_log) or '') \
             if self.hook else ''
@@ -304,7 +375,10 @@ class Node:
         caps = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
         env = {
             'TLBB_REPO': REPO, 'TLBB_KVER': self.kernel.abi,
-            'TLBB_MODDIR': self.kernel.modules, 'TLBB_KO': self.ko,
+            'TLBB_MODDIR': self.kernel.modules if self.moddir is None
+            else self.moddir,
+            'TLBB_PERSIST': '1' if self.disk else '0',
+            'TLBB_KO': self.ko,
             'TLBB_KO_PARAMS': self.module_params if self.ko else '',
             'TLBB_LIBVIRT': '1' if self.libvirt else '0',
             'TLBB_HOOK_CMD': self.hook_cmd, 'TLBB_CAPS_DIR': caps,
@@ -329,8 +403,9 @@ class Node:
         argv = boot.qemu_argv(
             self.kernel, self.initramfs, mem=self.mem_mb, smp=self.smp,
             accel=os.environ.get('TLBB_NODE_ACCEL', 'tcg'),
-            append='panic=-1 loglevel=4 %stlbb_repo=%s' % (
-                os.environ.get('TLBB_NODE_APPEND', '') + ' ', REPO),
+            append='panic=-1 loglevel=4 %stlbb_repo=%s%s' % (
+                os.environ.get('TLBB_NODE_APPEND', '') + ' ', REPO,
+                ' tlbb_upper=/dev/vda' if self.disk else ''),
             serial='file:' + self.console, extra=[
                 # A triple fault or a guest error ends the node without a
                 # word on its console: QEMU's own log says which it was.
@@ -345,6 +420,12 @@ class Node:
                             % sock_path,
                 '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
             ])
+        if self.disk:
+            # cache=unsafe: a test's disk; the node syncs before its
+            # power-off and QEMU's writes reach the file all the same
+            argv += ['-drive', 'file=%s,if=none,id=upper,format=raw,'
+                     'cache=unsafe' % self.disk,
+                     '-device', 'virtio-blk-pci,drive=upper']
         for i, (host_path, _) in enumerate(self.shares):
             argv += ['-virtfs', 'local,path=%s,mount_tag=tlbbshare%d,'
                      'security_model=none,multidevs=remap' % (host_path, i)]

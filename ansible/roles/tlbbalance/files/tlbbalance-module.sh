@@ -25,12 +25,20 @@
 # --sourcetree/--dkmstree): only when that build succeeds is the old
 # VERSION removed, SRC unpacked in its place and built and installed for
 # the running kernel; a new VERSION is built beside the old one, which is
-# removed once the new one is installed. Then, both modes, once the module
+# removed once the new one is installed. VERSION is also built and
+# installed for every other kernel whose headers are installed
+# (/lib/modules/K/build, e.g. the one the next boot starts, which the
+# headers metapackage linux-headers-<arch> brings with each kernel): after
+# a kernel upgrade and reboot the module is there and loads at boot. A
+# build that fails for one of them stops the step naming that kernel. Then, both modes, once the module
 # is in place: /etc/modprobe.d/tlbbalance.conf with PARAMS,
 # /etc/modules-load.d/tlbbalance.conf (dkms), and with LOAD=1 the module
 # loaded, or reloaded when the loaded one is not the one installed now
 # (recorded in /run/tlbbalance/loaded: /run is emptied at boot, as the
-# kernel forgets its modules).
+# kernel forgets its modules). A module this step loads where none was
+# loaded (first install, or a boot that did not load it) is followed by
+# `tlbbalance reconcile`: VMs that started while it was missing are
+# registered.
 #
 # A reload under running VMs (PY: the Python that has nova_tlbbalance):
 # every registration is released first (`tlbbalance release`: mode off
@@ -155,6 +163,26 @@ opts="# Managed by the tlbbalance Ansible role (docs/ansible.md)"
 [ -n "$params" ] && opts="$opts
 options tlbbalance $params"
 
+# After a boot /run is new: the module loaded at boot (modules-load.d)
+# is the file modprobe finds for this kernel. When the loaded module is
+# that file (same srcversion) it is recorded as the loaded build, with a
+# copy to roll back to, so that another build below reloads it (and a
+# failed load rolls back to it) instead of being taken for it.
+if [ "$check" != 1 ] && [ -d /sys/module/tlbbalance ] &&
+	[ ! -f $state/loaded ]; then
+	boot_ko=$(modinfo -k "$kver" -n tlbbalance 2>/dev/null)
+	if [ -f "$boot_ko" ] && [ "$(modinfo -F srcversion "$boot_ko")" = \
+		"$(cat /sys/module/tlbbalance/srcversion 2>/dev/null)" ]; then
+		mkdir -p $state $lib && cp "$boot_ko" $lib/loaded.ko &&
+			basename "$boot_ko" >$lib/loaded.name &&
+			cat /sys/module/tlbbalance/version >$lib/loaded.version &&
+			{ [ ! -f /etc/modprobe.d/tlbbalance.conf ] ||
+			  cp /etc/modprobe.d/tlbbalance.conf $lib/loaded.conf; } &&
+			sha256sum "$boot_ko" | cut -d' ' -f1 >$state/loaded ||
+			die "cannot record the build loaded at boot in $lib"
+	fi
+fi
+
 # A build loaded by an earlier release of this role has no copy kept for
 # a roll back: keep the installed file when it is the loaded build (same
 # sha256 as recorded at its load), before anything new is installed.
@@ -179,6 +207,35 @@ build_failed() {
 	    "$(tail -n 12 "$1" 2>/dev/null || echo "$2" | tail -n 12)"
 }
 
+# other_kernels: VERSION built and installed for every kernel but the
+# running one whose headers are installed (/lib/modules/K/build), as
+# DKMS's AUTOINSTALL does when a kernel's headers arrive: a reboot into
+# any of them finds the module (loaded at boot, modules-load.d). Prints
+# each build with its time.
+other_kernels() {
+	[ "$mode" = dkms ] || return 0
+	for b in /lib/modules/*/build; do
+		k=$(basename "$(dirname "$b")")
+		[ "$k" != "$kver" ] && [ -e "$b/Makefile" ] || continue
+		dkms status -m tlbbalance -v "$version" -k "$k" 2>/dev/null |
+			grep -q ': installed' && continue
+		if [ "$check" = 1 ]; then
+			changed "DKMS tlbbalance/$version would be built and" \
+				"installed for $k"
+			continue
+		fi
+		t0=$(date +%s)
+		out=$(dkms install -m tlbbalance -v "$version" -k "$k" 2>&1) ||
+			die "DKMS build of tlbbalance $version for the installed" \
+			    "kernel $k failed (the running $kver keeps its" \
+			    "module):" "$(tail -n 12 \
+			    "/var/lib/dkms/tlbbalance/$version/build/make.log" \
+			    2>/dev/null || echo "$out" | tail -n 12)"
+		changed "DKMS tlbbalance/$version built and installed for $k" \
+			"($(($(date +%s) - t0)) s)"
+	done
+}
+
 if [ "$mode" = dkms ]; then
 	command -v dkms >/dev/null || die "dkms is not installed"
 	[ -e "/lib/modules/$kver/build/Makefile" ] ||
@@ -194,6 +251,7 @@ if [ "$mode" = dkms ]; then
 				"installed for $kver"
 			rebuild=1
 		fi
+		other_kernels
 		for d in /var/lib/dkms/tlbbalance/*; do
 			v=$(basename "$d")
 			[ -e "$d/source" ] && [ "$v" != "$version" ] || continue
@@ -255,11 +313,13 @@ if [ "$mode" = dkms ]; then
 		[ -d "/var/lib/dkms/tlbbalance/$version/source" ] ||
 			dkms add -m tlbbalance -v "$version" >/dev/null ||
 			die "dkms add tlbbalance/$version failed"
+		t0=$(date +%s)
 		out=$(dkms install -m tlbbalance -v "$version" -k "$kver" 2>&1) ||
 			build_failed \
 				"/var/lib/dkms/tlbbalance/$version/build/make.log" \
 				"$out"
-		changed "DKMS tlbbalance/$version built and installed for $kver"
+		changed "DKMS tlbbalance/$version built and installed for $kver" \
+			"($(($(date +%s) - t0)) s)"
 	fi
 	ko=$(modinfo -k "$kver" -n tlbbalance 2>/dev/null) ||
 		die "DKMS installed tlbbalance/$version but modinfo cannot find it"
@@ -380,7 +440,7 @@ rollback() {
 	    "registered again"
 }
 
-[ "$load" = 1 ] || { remove_others; exit 0; }
+[ "$load" = 1 ] || { other_kernels; remove_others; exit 0; }
 want=$(sha256sum "$ko" | cut -d' ' -f1) || die "cannot read $ko"
 to=$version
 [ "$mode" = prebuilt ] && to="prebuilt $want"
@@ -420,10 +480,21 @@ elif [ ! -d /sys/module/tlbbalance ]; then
 	err=$(load_new) || die "loading $ko failed: $err"
 	keep_loaded "$version"
 	changed "loaded $ko"
+	# VMs that started without the module (a boot that did not load it,
+	# a module removed by hand) are registered now; with no libvirtd yet
+	# (a first install) there is nothing to register.
+	if out=$(tlbb reconcile 2>&1); then
+		n=$(echo "$out" | sed -n 's/^\([0-9][0-9]*\) changed,.*/\1/p')
+		[ "${n:-0}" = 0 ] || changed "reconcile: $n VM(s) registered"
+	else
+		echo "tlbbalance-module: $host: warning: reconcile after" \
+		     "loading tlbbalance: $(echo "$out" | tail -n 3)" >&2
+	fi
 elif [ ! -f $state/loaded ]; then
 	# Loaded before the role managed it (by hand, at boot): left alone,
 	# taken as this build; a later change of the build reloads it.
 	keep_loaded "$version"
 fi
+other_kernels
 remove_others
 exit 0
