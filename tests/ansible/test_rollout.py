@@ -639,13 +639,14 @@ def fleet_key(d):
 
 def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
     """The kernel upgrade 6.1 -> 6.12 with the module and managed VMs
-    (docs/upgrade.md, "Kernel upgrades"): the next kernel's image and headers installed in
-    the node as their packages install them; the role, run again with a
-    fleet signing key, builds and installs the module for that kernel
-    too (every kernel with headers), signed with that key; the node
-    rebooted into 6.12 (same disk: the same machine) loads the module at
-    boot (modules-load.d); the VMs started again are registered by the
-    hook; reconcile finds nothing to do; a rerun changes nothing.
+    (docs/upgrade.md, "Kernel upgrades"): the next kernel's image and
+    headers installed in the node as their packages install them; the
+    role, run again with a fleet signing key, builds and installs the
+    module for that kernel too (every kernel with headers), signed with
+    that key; the node rebooted into 6.12 (same disk: the same machine)
+    loads the module at boot (modules-load.d); the VMs started again are
+    registered by the hook; reconcile finds nothing to do; a rerun
+    changes only the huge pages (a sysfs reservation).
 
     The packages' files, not dpkg: the image's modules are a subset
     (what the node loads, tools/node/node.py module_subset) and the
