@@ -30,8 +30,9 @@
 # (/lib/modules/K/build, e.g. the one the next boot starts, which the
 # headers metapackage linux-headers-<arch> brings with each kernel): after
 # a kernel upgrade and reboot the module is there and loads at boot. A
-# build that fails for one of them stops the step naming that kernel. Then, both modes, once the module
-# is in place: /etc/modprobe.d/tlbbalance.conf with PARAMS,
+# build that fails for one of them stops the step naming that kernel.
+# Then, both modes, once the module is in place:
+# /etc/modprobe.d/tlbbalance.conf with PARAMS,
 # /etc/modules-load.d/tlbbalance.conf (dkms), and with LOAD=1 the module
 # loaded, or reloaded when the loaded one is not the one installed now
 # (recorded in /run/tlbbalance/loaded: /run is emptied at boot, as the
