@@ -662,6 +662,11 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
     new = nodelib.Kernel(NEXT_KERNEL)
     assert old.abi != new.abi and node.check('uname -r').strip() == old.abi
     times = {}
+
+    def took(what, secs):
+        # printed as it comes: a failure later keeps the times so far
+        times[what] = secs
+        print('stage 5c: %s %.1f s' % (what, secs), flush=True)
     # the next kernel, installed: its modules, their depmod, its headers
     t0 = time.monotonic()
     subset = nodelib.module_subset(new, os.path.join(fleet.dir, 'modules'))
@@ -670,7 +675,7 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
                'ln -sfn {headers} /lib/modules/{abi}/build'.format(
                    abi=new.abi, subset=subset, headers=new.headers),
                timeout=600)
-    times['install'] = time.monotonic() - t0
+    took('install', time.monotonic() - t0)
     # the role with the fleet's signing key: 0.1.1 for 6.12 too
     key, cert = fleet_key(fleet.dir)
     t0 = time.monotonic()
@@ -680,7 +685,7 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
               tlbbalance_module_version='0.1.1',
               tlbbalance_module_src=STATE['src']['0.1.1'],
               tlbbalance_options={'default_mode': 'balance'})
-    times['role run'] = time.monotonic() - t0
+    took('role run', time.monotonic() - t0)
     assert res.rc == 0, res.out[-5000:]
     for host in ('h1', 'h2', 'h3'):
         ok(res, host, changed=0)
@@ -688,7 +693,8 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
     m = re.search(r'changed: DKMS tlbbalance/0\.1\.1 built and installed '
                   r'for %s \((\d+) s\)' % re.escape(new.abi), res.out)
     assert m, res.out[-5000:]
-    times['DKMS build+install for %s' % new.abi] = float(m.group(1))
+    took('DKMS build+install for %s (as the script counts)' % new.abi,
+         float(m.group(1)))
     # the running kernel's module was not touched: no reload, same VMs
     assert 'reloaded tlbbalance' not in res.out, res.out[-4000:]
     assert not re.search(r'built and installed for %s' % re.escape(old.abi),
@@ -708,10 +714,11 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
 
     # reboot into the new kernel: same disk, same machine
     down, up = node.reboot(kernel=NEXT_KERNEL, moddir='')
-    times['power-off'], times['boot'] = down, up
+    took('power-off', down)
+    took('boot into %s' % new.abi, up)
     t0 = time.monotonic()
     fleet.start_node_sshd(node)
-    times['sshd'] = time.monotonic() - t0
+    took('sshd', time.monotonic() - t0)
     assert node.check('uname -r').strip() == new.abi
     # loaded at boot from modules-load.d, with the role's parameters
     assert node.check('cat /sys/module/tlbbalance/version').strip() == \
@@ -733,7 +740,7 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
     reg = wait_until('both VMs registered after the reboot',
                      lambda: (lambda r: r if all(r.values()) else None)(
                          registrations(node)), 60, 0.5)
-    times['VMs started and registered'] = time.monotonic() - t0
+    took('VMs started and registered', time.monotonic() - t0)
     pids = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
     for vm in VMS:
         assert reg[vm] is not None, '%s not registered after the reboot' % vm
@@ -757,7 +764,7 @@ def test_5c_kernel_upgrade_and_reboot(fleet, rollout):
               tlbbalance_module_version='0.1.1',
               tlbbalance_module_src=STATE['src']['0.1.1'],
               tlbbalance_options={'default_mode': 'balance'})
-    times['rerun'] = time.monotonic() - t0
+    took('rerun', time.monotonic() - t0)
     assert res.rc == 0, res.out[-5000:]
     for host in ('h1', 'h2', 'h3'):
         ok(res, host, changed=0)
