@@ -37,6 +37,8 @@ import platform
 import struct
 import time
 
+from nova_tlbbalance.probes import proc
+
 MADV_COLLAPSE = 25
 # The generic syscall table's number, the same on x86_64 and arm64.
 SYS_PROCESS_MADVISE = {'x86_64': 440, 'aarch64': 440}
@@ -212,19 +214,8 @@ def _resident(resident, pid, addr, length):
 
 
 def smaps_huge(pid, ranges, slot_size):
-    """Huge pages of ``pid`` in ``ranges``: AnonHugePages of every VMA the
-    ranges overlap (smaps counts per VMA: one reaching beyond the ranges
-    counts whole; QEMU's guest RAM is a VMA of its own)."""
-    total_kb = 0
-    lo = hi = 0
-    with open('/proc/%d/smaps' % pid) as f:
-        for line in f:
-            head = line.split(None, 1)[0]
-            if '-' in head and not head.endswith(':'):
-                a, b = head.split('-')
-                lo, hi = int(a, 16), int(b, 16)
-            elif head == 'AnonHugePages:':
-                kb = int(line.split()[1])
-                if kb and any(h < hi and lo < h + n for h, n in ranges):
-                    total_kb += kb
-    return total_kb * 1024 // slot_size
+    """Huge pages of ``pid`` in ``ranges``, in slots: AnonHugePages of
+    every VMA the ranges overlap (probes.proc.smaps_huge, the one smaps
+    reader; smaps counts per VMA: one reaching beyond the ranges counts
+    whole; QEMU's guest RAM is a VMA of its own)."""
+    return proc.smaps_huge(pid, ranges)['anon_huge'] // slot_size
