@@ -34,6 +34,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -52,6 +53,12 @@ CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.
 INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
+# A node whose kernel reports a CPU stuck this long is wedged (the
+# emulator's failure, docs/node.md): looked for every WEDGE_LOOK_S while
+# a command waits for its answer.
+SOFT_LOCKUP = re.compile(r'soft lockup - CPU#\d+ stuck for (\d+)s!')
+WEDGED_S = 120
+WEDGE_LOOK_S = 15
 # isa-debug-exit statuses set by the initramfs / node-init.sh on failure.
 EXIT_INITRAMFS = 120
 EXIT_NO_IO = 121
@@ -410,8 +417,32 @@ class Node:
             raise NodeError('QEMU did not start: %s: %s' % (
                 e, self.proc.communicate()[0].decode(errors='replace')))
 
+    def _console_size(self):
+        try:
+            return os.path.getsize(self.console)
+        except OSError:
+            return 0
+
+    def wedged(self, since=0):
+        """The kernel's own word that the node is wedged: a soft lockup
+        of WEDGED_S or more on its console after offset ``since`` (the
+        line, or None). Shorter ones happen when the host starves the
+        emulator of CPU, and pass."""
+        try:
+            with open(self.console, 'rb') as f:
+                f.seek(since)
+                text = f.read().decode(errors='replace')
+        except OSError:
+            return None
+        for m in SOFT_LOCKUP.finditer(text):
+            if int(m.group(1)) >= WEDGED_S:
+                return m.group(0)
+        return None
+
     def _recv(self, timeout):
         deadline = time.monotonic() + timeout
+        since = self._console_size()
+        look = time.monotonic() + WEDGE_LOOK_S
         while b'\n' not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -424,6 +455,17 @@ class Node:
                 if self.proc.poll() is not None:
                     raise NodeDied('QEMU exited (rc=%s)\n%s' % (
                         self.proc.returncode, self.console_tail()))
+                if time.monotonic() >= look:
+                    # a wedged node answers nothing more: stopped here
+                    # and reported as dead (a new one is booted, the
+                    # test runs once more: docs/node.md)
+                    look = time.monotonic() + WEDGE_LOOK_S
+                    line = self.wedged(since)
+                    if line:
+                        tail = self.console_tail()
+                        self._kill()
+                        raise NodeDied('node wedged (%s); QEMU stopped\n%s'
+                                       % (line, tail))
                 continue
             if not chunk:
                 try:

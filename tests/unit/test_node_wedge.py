@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tools/node/node.py: a node whose kernel reports a CPU stuck for 120 s
+or more is wedged (the emulator's failure, docs/node.md "When the emulator
+fails"): the command waiting on it stops, QEMU is stopped and NodeDied
+raised, so that the session boots a new node and the test runs once more,
+instead of every later command waiting out its timeout on a node that
+answers nothing (the fresh-machine run of 2026-11-27: a soft lockup in
+`virsh destroy` held e2e for its whole 1500 s limit).
+
+A real process stands in for QEMU (``sleep``) and a socket pair for the
+agent's channel, which never answers: the waiting loop, the console scan
+and the kill are node.py's own."""
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+sys.path.insert(0, os.path.join(TOP, 'tools', 'node'))
+
+import node as nodelib  # noqa: E402
+
+SHORT = ('[  208.525522] watchdog: BUG: soft lockup - CPU#1 stuck for 45s! '
+         '[qemu-system-x86:368]\n')
+LONG = ('[  300.526098] watchdog: BUG: soft lockup - CPU#1 stuck for 130s! '
+        '[qemu-system-x86:368]\n')
+
+
+@pytest.fixture
+def quiet_node(tmp_path, monkeypatch):
+    monkeypatch.setattr(nodelib, 'WEDGE_LOOK_S', 0.2)
+    n = nodelib.Node()
+    n.console = str(tmp_path / 'console.log')
+    n.qemu_log = str(tmp_path / 'qemu.log')
+    n.run_dir = str(tmp_path)
+    with open(n.console, 'w') as f:
+        f.write('[    1.0] booted\n')
+    n.sock, peer = socket.socketpair()
+    n.proc = subprocess.Popen(['sleep', '600'])
+    yield n
+    peer.close()
+    if n.proc.poll() is None:
+        n.proc.kill()
+        n.proc.wait()
+
+
+def add(n, text):
+    with open(n.console, 'a') as f:
+        f.write(text)
+
+
+def test_a_lockup_before_the_command_is_not_its_wedge(quiet_node):
+    """Lines already on the console when the command began (a stall the
+    node recovered from) do not stop it."""
+    n = quiet_node
+    add(n, SHORT + LONG)
+    with pytest.raises(nodelib.NodeError) as e:
+        n._recv(1)
+    assert not isinstance(e.value, nodelib.NodeDied), e.value
+    assert n.alive()
+    assert n.wedged() == 'soft lockup - CPU#1 stuck for 130s!'
+
+
+def test_a_lockup_after_the_command_began_stops_it(quiet_node):
+    n = quiet_node
+    add(n, SHORT)                     # before: not counted, and too short
+    threading.Timer(0.5, add, (n, LONG)).start()
+    with pytest.raises(nodelib.NodeDied) as e:
+        n._recv(60)
+    msg = str(e.value)
+    assert 'node wedged (soft lockup - CPU#1 stuck for 130s!)' in msg, msg
+    assert n.proc.poll() is not None, 'QEMU was left running'
+    assert not n.alive()
+
+
+def test_short_lockups_pass(quiet_node):
+    """45 s: the host starved the emulator; the node goes on (here it
+    never answers, so the command's own timeout ends the wait)."""
+    n = quiet_node
+    threading.Timer(0.3, add, (n, SHORT)).start()
+    with pytest.raises(nodelib.NodeError) as e:
+        n._recv(2)
+    assert not isinstance(e.value, nodelib.NodeDied), e.value
+    assert 'no answer from the node in 2 s' in str(e.value)
+    assert n.alive()
