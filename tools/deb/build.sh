@@ -48,9 +48,12 @@ if [ -n "$suffix" ]; then
 			"$version"
 		printf '  * Test build of the tree as %s (tools/deb/build.sh).\n\n' \
 			"$version"
+		# a minute after the entry it follows (lintian: a newer entry
+		# needs a later date)
 		printf ' -- %s  %s\n\n' "$(dpkg-parsechangelog \
 			-l "$top/debian/changelog" -SMaintainer)" \
-			"$(dpkg-parsechangelog -l "$top/debian/changelog" -SDate)"
+			"$(date -u -R -d "@$(($(dpkg-parsechangelog \
+				-l "$top/debian/changelog" -STimestamp) + 60))")"
 		cat "$top/debian/changelog"
 	} >"$src/debian/changelog"
 fi
