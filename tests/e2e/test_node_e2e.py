@@ -46,11 +46,16 @@ def test_node_has_nested_kvm_module_hook_and_libvirtd(node):
     assert 'Running hypervisor: QEMU' in node.check('virsh version')
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture
 def balanced_vm(node, payload):
-    xml = scenario.start_vm(node, VM, payload, specs=SPECS, mem_mib=VM_MIB)
-    scenario.wait_payload(node, VM, timeout=300, passes=8)
-    yield xml
+    """The tagged VM, started once per node (node.per_boot): a test rerun
+    on a new node after the last one died starts it again there."""
+    def start():
+        xml = scenario.start_vm(node, VM, payload, specs=SPECS,
+                                mem_mib=VM_MIB)
+        scenario.wait_payload(node, VM, timeout=300, passes=8)
+        return xml
+    return node.per_boot('balanced_vm', start)
 
 
 def test_domain_xml_comes_from_the_plugin(balanced_vm):

@@ -30,6 +30,10 @@ class LiveNode:
         self.node_kwargs = node_kwargs
         self.current = None
         self.crashes = []
+        # Counts the nodes booted; state built on one node (a started VM)
+        # is gone once a new one replaces it: see per_boot().
+        self.generation = 0
+        self._made = {}
 
     def boot(self):
         """Boot a node, up to BOOT_ATTEMPTS times; returns (seconds, node)."""
@@ -48,7 +52,20 @@ class LiveNode:
                 if attempt == BOOT_ATTEMPTS:
                     raise
         self.current = n
+        self.generation += 1
         return time.monotonic() - t0, n
+
+    def per_boot(self, key, make):
+        """make()'s result, made once per node booted: what a fixture
+        built on a node that died (a domain, a file) has to be built again
+        on the node that replaced it. A module-scoped pytest fixture is
+        not: pytest keeps its cached value across the rerun, and the tests
+        after it then name a domain the new node never had."""
+        gen, value = self._made.get(key, (None, None))
+        if gen != self.generation:
+            value = make()
+            self._made[key] = (self.generation, value)
+        return value
 
     def revive(self):
         """Boot a new node if the current one died."""
