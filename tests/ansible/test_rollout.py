@@ -52,6 +52,8 @@ The stages run in order and each needs the previous one:
    DKMS builds and sources, hook, hook settings, nova.conf fragment and
    provider config removed on every host; a rerun changes nothing.
 
+test_rollout_deb.py goes on from there with the Debian package.
+
 nova-compute does not run on any host (the cloud session runs a real
 one); its restart command appends to /run/fleet-restarts, as libvirtd's
 does on the namespace hosts (no libvirtd there: the node's is real).
@@ -186,14 +188,14 @@ def node_inventory(**node_vars):
     return path
 
 
-def run(fleet, name, check=False, inventory=None, **extra):
+def run(fleet, name, check=False, inventory=None, limit=None, **extra):
     ev = {'tlbbalance_options': {'default_mode': 'monitor'},
           'tlbbalance_module_src': STATE['src']['0.1.0'],
           'tlbbalance_module_version': '0.1.0'}
     ev.update(extra)
     fleet.run_names.append(name)
     res = fleet.playbook(inventory or STATE['inventory'], ev,
-                         timeout=RUN_TIMEOUT, check=check)
+                         timeout=RUN_TIMEOUT, check=check, limit=limit)
     print(res.summary(name))
     STATE[name] = res
     # the role's scratch directory on the controller is gone
