@@ -1,28 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
 """The role's deb mode on the kernel node: tlbbalance-dkms (make deb)
-installed, upgraded under running VMs and removed, its maintainer scripts
-doing the work (docs/upgrade.md, "Upgrading the Debian package").
+takes the module over from the role's dkms mode and is upgraded under
+running VMs, its maintainer scripts doing the work (docs/upgrade.md,
+"Switching to the Debian package" and "Upgrading the Debian package").
 
-It goes on from test_rollout.py's last stage (removal), on qnode only
-(--limit: the namespace hosts load no module), with the two managed VMs
-of stage 3b still running, released and unmanaged:
+It goes on from test_rollout.py's stage 6 (0.1.1 from the role's dkms
+mode loaded again after the roll back), on qnode only (--limit: the
+namespace hosts load no module), with the two managed VMs of stage 3b
+running and registered; test_rollout_removal.py (stage 7) removes the
+fleet after it, qnode in deb mode:
 
-d1. the role installs tlbbalance-dkms VERSION (tlbbalance_module_install:
-    deb): DKMS builds it in the node, the postinst loads it and
-    `tlbbalance reconcile` registers both running VMs again with their
-    flavors' parameters (same QEMU pids), with the Python the role wrote
-    to /etc/default/tlbbalance;
-d2. the role installs VERSION+test1 (the same tree, make deb's +SUFFIX)
-    under the running VMs: the old build stays loaded through the DKMS
-    build, then the postinst reloads (release, rmmod, modprobe, register
-    again): same pids, the same registrations, each VM's unmanaged
-    window <= 10 s, printed by the play and recorded; a rerun changes
-    nothing;
-d3. `apt-get remove tlbbalance-dkms` by hand in a root shell of the node
-    (no tlbbalance on its PATH): the prerm releases both VMs (left
-    running, no VM_NOHUGEPAGE on their guest RAM) and unloads the
-    module, DKMS removes its builds; then the role's removal in deb mode
-    takes what it wrote, and its rerun changes nothing.
+d1. the role in deb mode installs tlbbalance-dkms 0.2.0 (make deb of the
+    tree as that version, newer than the role's 0.1.1): DKMS builds it
+    in the node, the postinst reloads under the running VMs (release,
+    rmmod 0.1.1, modprobe 0.2.0, register again: same QEMU pids, the
+    same registrations, each VM's unmanaged window <= 10 s, recorded by
+    tlbbalance-dkms), with the Python the role wrote to
+    /etc/default/tlbbalance; then the role hands over: the dkms mode's
+    0.1.1 (DKMS build and source), its load-at-boot entry and roll-back
+    copy are removed, the package's own entry stays;
+d2. the role installs 0.2.0+test1 (make deb's +SUFFIX) under the
+    running VMs: the old build stays loaded through the DKMS build, then
+    the postinst reloads; 0.2.0's build is gone from DKMS; a rerun
+    changes nothing;
+d3. the role in dkms mode on the node with the package installed
+    refuses, naming the package and what to do; nothing changes.
 """
 
 import json
@@ -35,35 +37,31 @@ import pytest
 import scenario
 import test_rollout as tr
 
+BASE = '0.2.0'
 NEWER = '+test1'
 DKMS_DEB = 'tlbbalance-dkms_%s_all.deb'
 
 
-def build_debs(out, suffix):
+def build_deb(out, version):
     """make deb's script (tools/deb/build.sh) into out, the tree as
-    version VERSION+suffix; that version."""
+    version (a whole version, or the changelog's +SUFFIX)."""
     script = os.path.join(tr.REPO, 'tools', 'deb', 'build.sh')
-    p = subprocess.run([script, out] + ([suffix] if suffix else []),
-                       capture_output=True, text=True, timeout=1200)
+    p = subprocess.run([script, out, version], capture_output=True,
+                       text=True, timeout=1200)
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    return subprocess.run(
-        ['dpkg-parsechangelog', '-l', os.path.join(tr.REPO, 'debian',
-                                                   'changelog'),
-         '-SVersion'], capture_output=True, text=True,
-        check=True).stdout.strip() + suffix
+    return os.path.join(out, DKMS_DEB % version)
 
 
 @pytest.fixture(scope='module')
 def debs(fleet):
-    """{version: tlbbalance-dkms .deb}: the tree as it is and as
-    VERSION+test1, built on this machine (seconds; make deb)."""
-    assert tr.STATE.get('removal') is not None and \
-        tr.STATE['removal'].rc == 0, 'test_rollout.py stage 7 did not pass'
+    """{version: tlbbalance-dkms .deb}: the tree as 0.2.0 and as
+    0.2.0+test1, built on this machine (seconds; make deb)."""
+    assert tr.STATE.get('release that does not load') is not None, \
+        'test_rollout.py stage 6 did not run'
     out = {}
-    for suffix in ('', NEWER):
-        d = os.path.join(fleet.dir, 'deb' + suffix)
-        version = build_debs(d, suffix)
-        out[version] = os.path.join(d, DKMS_DEB % version)
+    for version in (BASE, BASE + NEWER):
+        out[version] = build_deb(os.path.join(fleet.dir, 'deb-' + version),
+                                 version)
     return out
 
 
@@ -76,58 +74,74 @@ def loaded(node):
     return node.check('cat /sys/module/tlbbalance/version').strip()
 
 
-def test_d1_install_registers_the_running_vms(fleet, debs):
-    node = fleet.node
-    version, newer = sorted(debs, key=len)
-    assert tr.registrations(node) == {vm: None for vm in tr.VMS}
-    res = tr.run(fleet, 'deb install', limit='qnode',
-                 inventory=deb_inventory(debs[version]))
-    assert res.rc == 0, res.out[-5000:]
-    tr.ok(res, 'qnode')
-    assert loaded(node) == version
-    assert node.check("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "
-                      "tlbbalance-dkms").strip() == '%s ii' % version
-    assert 'TLBBALANCE_PYTHON=/usr/bin/python3' in \
-        node.check('cat /etc/default/tlbbalance')
-    assert 'tlbbalance-dkms: loaded tlbbalance %s' % version in res.out, \
+def check_reload(node, res, old, new):
+    """The postinst's reload old -> new under the running VMs: same
+    processes, registered again with their parameters, each window
+    printed by the play and recorded."""
+    assert 'tlbbalance-dkms: reloaded tlbbalance (%s -> %s): 2 VM(s) ' \
+        'released and registered again' % (old, new) in res.out, \
         res.out[-4000:]
-    # registered again by the postinst's reconcile: same processes, the
-    # parameters of their flavors
-    tr.vms_unchanged(node)
-    print('deb %s installed on qnode in %.0f s: VMs %s registered again'
-          % (version, res.secs, tr.STATE['pids']))
-
-
-def test_d2_upgrade_under_running_vms(fleet, debs):
-    assert tr.STATE['deb install'].rc == 0, 'd1 failed'
-    node = fleet.node
-    version, newer = sorted(debs, key=len)
-    res = tr.run(fleet, 'deb upgrade', limit='qnode',
-                 inventory=deb_inventory(debs[newer]))
-    assert res.rc == 0, res.out[-5000:]
-    tr.ok(res, 'qnode')
-    assert loaded(node) == newer
-    status = node.check('dkms status -m tlbbalance')
-    assert 'tlbbalance/%s,' % newer in status and \
-        'tlbbalance/%s,' % version not in status, status
     tr.vms_unchanged(node)
     released = json.loads(node.check(
         'cat /run/tlbbalance-dkms/released.json'))
     assert sorted(e['vm'] for e in released['released']) == sorted(tr.VMS)
     assert released['errors'] == [], released
     rec = json.loads(node.check('cat %s' % tr.UPGRADE))
-    print('deb upgrade %s -> %s on qnode in %.0f s: QEMU pids %s; windows '
-          '%s' % (version, newer, res.secs, {
-              vm: scenario.qemu_pid(node, vm) for vm in tr.VMS},
-              {w['vm']: w['window_s'] for w in rec['windows']}))
+    print('deb %s -> %s on qnode in %.0f s: QEMU pids %s; windows %s' % (
+        old, new, res.secs,
+        {vm: scenario.qemu_pid(node, vm) for vm in tr.VMS},
+        {w['vm']: w['window_s'] for w in rec['windows']}))
     assert (rec['result'], rec['from'], rec['to'], rec['by']) == (
-        'upgraded', version, newer, 'tlbbalance-dkms'), rec
+        'upgraded', old, new, 'tlbbalance-dkms'), rec
     assert sorted(w['vm'] for w in rec['windows']) == sorted(tr.VMS), rec
     for w in rec['windows']:
         assert w['registered'] and w['same_pid'], rec
         assert 0 < w['window_s'] <= tr.WINDOW_S, rec
         assert re.search(r'window %s: unmanaged [\d.]+ s \(pid %d\)'
                          % (w['vm'], w['pid']), res.out), res.out[-4000:]
+
+
+def test_d1_package_takes_over_from_the_dkms_mode(fleet, debs):
+    node = fleet.node
+    assert loaded(node) == '0.1.1'
+    assert tr.registrations(node) == tr.STATE['registered']
+    res = tr.run(fleet, 'deb handover', limit='qnode',
+                 inventory=deb_inventory(debs[BASE]))
+    assert res.rc == 0, res.out[-5000:]
+    tr.ok(res, 'qnode')
+    assert loaded(node) == BASE
+    assert node.check("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "
+                      "tlbbalance-dkms").strip() == '%s ii' % BASE
+    assert 'TLBBALANCE_PYTHON=/usr/bin/python3' in \
+        node.check('cat /etc/default/tlbbalance')
+    check_reload(node, res, '0.1.1', BASE)
+    # the dkms mode's leftovers are gone, the package's own entry stays
+    assert 'DKMS tlbbalance/0.1.1 (the role\'s dkms mode) removed' in \
+        res.out, res.out[-4000:]
+    status = node.check('dkms status -m tlbbalance')
+    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [BASE], \
+        status
+    assert node.check('ls -d /usr/src/tlbbalance* /etc/modules-load.d/'
+                      'tlbbalance.conf /var/lib/tlbbalance/loaded.ko '
+                      '/run/tlbbalance 2>/dev/null; true').split() == [
+        '/usr/src/tlbbalance-%s' % BASE]
+    assert node.check('grep -v "^#" /usr/lib/modules-load.d/'
+                      'tlbbalance.conf').strip() == 'tlbbalance'
+
+
+def test_d2_upgrade_under_running_vms(fleet, debs):
+    assert tr.STATE['deb handover'].rc == 0, 'd1 failed'
+    node = fleet.node
+    newer = BASE + NEWER
+    res = tr.run(fleet, 'deb upgrade', limit='qnode',
+                 inventory=deb_inventory(debs[newer]))
+    assert res.rc == 0, res.out[-5000:]
+    tr.ok(res, 'qnode')
+    assert loaded(node) == newer
+    status = node.check('dkms status -m tlbbalance')
+    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [newer], \
+        status
+    check_reload(node, res, BASE, newer)
     again = tr.run(fleet, 'deb upgrade rerun', limit='qnode',
                    inventory=deb_inventory(debs[newer]))
     assert again.rc == 0, again.out[-5000:]
@@ -135,36 +149,19 @@ def test_d2_upgrade_under_running_vms(fleet, debs):
     tr.vms_unchanged(node)
 
 
-def test_d3_removal_by_hand_then_by_the_role(fleet, debs):
+def test_d3_dkms_mode_refused_while_the_package_is_installed(fleet, debs):
     assert tr.STATE['deb upgrade'].rc == 0, 'd2 failed'
     node = fleet.node
-    ram = {vm: node.check('cat %s/vms/%s/ranges' % (scenario.CONFIGFS, vm))
-           for vm in tr.VMS}
-    assert node.run('command -v tlbbalance').rc != 0, \
-        'tlbbalance is on the PATH: this would not test the settings file'
-    out = node.check('DEBIAN_FRONTEND=noninteractive apt-get remove -y -q '
-                     'tlbbalance-dkms 2>&1', timeout=900)
-    print(out[-1500:])
-    assert re.search(r'tlbbalance-dkms: released 2 VM\(s\) \(left '
-                     r'running\); tlbbalance \S+ unloaded', out), out[-3000:]
-    assert node.run('test -d /sys/module/tlbbalance').rc != 0
-    assert node.check('dkms status -m tlbbalance').strip() == ''
-    for vm, pid in tr.STATE['pids'].items():
-        assert scenario.qemu_pid(node, vm) == pid, vm
-        assert node.check('virsh domstate %s' % vm).strip() == 'running'
-        assert tr.guest_ram_nohugepage_vmas(node, pid, ram[vm]) == 0, vm
-    res = tr.run(fleet, 'deb removal', limit='qnode',
-                 tlbbalance_state='absent',
-                 inventory=deb_inventory(''))
-    assert res.rc == 0, res.out[-5000:]
-    tr.ok(res, 'qnode')
-    assert node.check('ls -d /etc/default/tlbbalance /var/cache/tlbbalance '
-                      '/usr/src/tlbbalance* /etc/modprobe.d/tlbbalance.conf '
-                      '2>/dev/null; true').strip() == ''
-    again = tr.run(fleet, 'deb removal rerun', limit='qnode',
-                   tlbbalance_state='absent', inventory=deb_inventory(''))
-    assert again.rc == 0, again.out[-5000:]
-    tr.ok(again, 'qnode', changed=0)
-    print('deb removed on qnode: QEMU pids before %s, after %s' % (
-        tr.STATE['pids'], {vm: scenario.qemu_pid(node, vm)
-                           for vm in tr.VMS}))
+    newer = BASE + NEWER
+    res = tr.run(fleet, 'dkms mode over the package', limit='qnode',
+                 tlbbalance_module_src=tr.STATE['src']['0.1.1'],
+                 tlbbalance_module_version='0.1.1')
+    assert res.rc != 0 and res.hosts['qnode']['failed'] == 1, \
+        res.out[-4000:]
+    assert 'tlbbalance-dkms (the Debian package) is installed' in res.out \
+        and 'tlbbalance_module_install: deb' in res.out, res.out[-4000:]
+    assert loaded(node) == newer
+    status = node.check('dkms status -m tlbbalance')
+    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [newer], \
+        status
+    tr.vms_unchanged(node)

@@ -16,6 +16,7 @@ version is the package's.
 
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -195,3 +196,19 @@ def test_upgrade_then_removal_in_the_root(root, newer_debs):
         'a build is left'
     assert in_root(root, 'sh', '-c', 'ls -d /usr/src/tlbbalance-* '
                    '/usr/lib/tlbbalance-dkms 2>/dev/null; true') == ''
+
+
+@pytest.mark.parametrize('arg, says', [
+    (VERSION, 'is not newer than the changelog'),
+    ('0.0.1', 'is not newer than the changelog'),
+    ('-x', 'give +SUFFIX'),
+])
+def test_build_refuses_a_version_that_is_not_newer(tmp_path, arg, says):
+    """build.sh OUTDIR VERSION makes a newer package only (an upgrade
+    test's), and names what it refused."""
+    p = subprocess.run([os.path.join(TOP, 'tools', 'deb', 'build.sh'),
+                        str(tmp_path / 'out'), arg], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert says in p.stderr and arg in p.stderr, p.stderr
+    assert not list((tmp_path / 'out').glob('*.deb'))

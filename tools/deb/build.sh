@@ -4,11 +4,13 @@
 # dpkg-buildpackage on a copy of the tree's files (`git ls-files`: the tree
 # itself is left as it was), then lintian over the result.
 #
-#   tools/deb/build.sh [OUTDIR] [+SUFFIX]   default OUTDIR: out/deb
+#   tools/deb/build.sh [OUTDIR] [+SUFFIX | VERSION]   default OUTDIR: out/deb
 #
 # +SUFFIX: the same tree as version X.Y.Z+SUFFIX (a changelog entry added
 # on the copy; the module's version follows it): a newer package, for
-# upgrade tests (tox -e deb, tests/ansible/test_rollout_deb.py).
+# upgrade tests (tox -e deb, tests/ansible/test_rollout_deb.py). VERSION
+# (newer than the changelog's): the same tree as that version, for a
+# test that needs a package newer than some other install.
 #
 # OUTDIR gets tlbbalance-dkms_*.deb, python3-nova-tlbbalance_*.deb, the
 # source package (.dsc, .tar.xz), .changes, .buildinfo, the build log and
@@ -20,8 +22,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/out/deb}
 suffix=${2:-}
 case $suffix in
-'' | +[0-9A-Za-z.~]*) ;;
-*) echo "deb: SUFFIX must be +[0-9A-Za-z.~]..., not '$suffix'" >&2; exit 2 ;;
+'' | +[0-9A-Za-z.~]* | [0-9]*) ;;
+*) echo "deb: give +SUFFIX (+[0-9A-Za-z.~]...) or a VERSION, not" \
+	"'$suffix'" >&2; exit 2 ;;
 esac
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 for tool in dpkg-buildpackage dh dh_dkms dh_python3 lintian; do
@@ -40,7 +43,18 @@ mkdir -p "$src" "$out"
 	tar --null -T - --ignore-failed-read -cf -) | tar -C "$src" -xf -
 rm -rf "$src/.ci"
 if [ -n "$suffix" ]; then
-	version=$version$suffix
+	case $suffix in
+	+*) new=$version$suffix ;;
+	*)
+		dpkg --compare-versions "$suffix" gt "$version" || {
+			echo "deb: VERSION $suffix is not newer than the" \
+				"changelog's $version" >&2
+			exit 2
+		}
+		new=$suffix
+		;;
+	esac
+	version=$new
 	mv "$src" "$work/nova-tlbbalance-$version"
 	src=$work/nova-tlbbalance-$version
 	{
