@@ -87,3 +87,20 @@ def test_short_lockups_pass(quiet_node):
     assert not isinstance(e.value, nodelib.NodeDied), e.value
     assert 'no answer from the node in 2 s' in str(e.value)
     assert n.alive()
+
+
+def test_a_node_dead_before_the_command_raises_node_died(quiet_node):
+    """A node whose QEMU ended between two commands (its agent's socket
+    closed): the next command raises NodeDied, which the e2e session
+    reruns on a new node, not a BrokenPipeError, which it does not (an
+    ad-hoc e2e run that killed QEMU between a fixture and the test saw
+    the test fail instead of rerun)."""
+    n = quiet_node
+    n.proc.kill()
+    n.proc.wait()
+    n.sock.close()
+    n.sock, peer = socket.socketpair()
+    peer.close()
+    with pytest.raises(nodelib.NodeDied, match='before a command could '
+                       'be sent'):
+        n.run('true', timeout=1)

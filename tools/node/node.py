@@ -482,7 +482,23 @@ class Node:
     def _send(self, obj):
         obj['id'] = self._next_id
         self._next_id += 1
-        self.sock.sendall((json.dumps(obj) + '\n').encode())
+        try:
+            self.sock.sendall((json.dumps(obj) + '\n').encode())
+        except OSError as e:
+            # A node that died between two commands: the same NodeDied
+            # as one that dies during a command (the session boots a new
+            # node and pytest reruns the test), not a broken pipe.
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+            if not self.alive():
+                raise NodeDied('QEMU exited (rc=%s) before a command '
+                               'could be sent (%s)\n%s' % (
+                                   self.proc.returncode, e,
+                                   self.console_tail())) from e
+            raise NodeError('cannot send to the node agent: %s' % e) from e
         return obj['id']
 
     def alive(self):
