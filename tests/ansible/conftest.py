@@ -16,6 +16,7 @@ sys.path.insert(0, HERE)
 
 import fleet as fleetlib  # noqa: E402
 import live  # noqa: E402
+import node as nodelib  # noqa: E402
 
 LOG_DIR = os.path.join(REPO, 'out', 'test-logs')
 SESSION = {}
@@ -24,10 +25,15 @@ SESSION = {}
 @pytest.fixture(scope='session')
 def fleet():
     f = fleetlib.Fleet()
-    node = live.LiveNode(LOG_DIR, 'ansible-node',
-                         kernel=os.environ.get('TLBB_E2E_KERNEL', '6.1'),
+    kernel = nodelib.Kernel(os.environ.get('TLBB_E2E_KERNEL', '6.1'))
+    # The node's kernel modules are a subset (tools/node/node.py
+    # module_subset: what the node loads and what that needs): every
+    # depmod DKMS runs in the node (one per install and per remove) then
+    # reads a few dozen modules, not ~4000 over 9p (~2 min each).
+    node = live.LiveNode(LOG_DIR, 'ansible-node', kernel=kernel.line,
                          hook=False, module=False, ssh_port=f.node_port,
-                         netns=f.ctl)
+                         netns=f.ctl, moddir=nodelib.module_subset(
+                             kernel, os.path.join(f.dir, 'modules')))
     SESSION['fleet'] = f
     ok = False
     try:

@@ -50,7 +50,7 @@ def playbook(ansible_dir, **extra):
 
 @pytest.mark.parametrize('var,value,says', [
     ('tlbbalance_module_install', 'rpm',
-     'tlbbalance_module_install must be one of: dkms, prebuilt, none, '
+     'tlbbalance_module_install must be one of: dkms, deb, prebuilt, none, '
      'got: rpm'),
     ('tlbbalance_restart', 'systemd',
      'tlbbalance_restart must be one of: service, command, none'),
@@ -72,6 +72,8 @@ def test_arg_spec_refuses_before_any_task(ansible_dir, var, value, says):
      "tlbbalance_module_install=dkms needs tlbbalance_module_src"),
     ({'tlbbalance_module_install': 'prebuilt'},
      "module_ko=''"),
+    ({'tlbbalance_module_install': 'deb'}, "module_deb=''"),
+    ({'tlbbalance_package_install': 'deb'}, "package_deb=''"),
     ({'tlbbalance_provider_traits': ['rack_a']}, "provider_traits=['rack_a']"),
 ])
 def test_checks_across_variables_name_the_culprit(ansible_dir, extra, says):

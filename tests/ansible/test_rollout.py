@@ -47,10 +47,10 @@ The stages run in order and each needs the previous one:
    load 0.1.2 and rolls back by itself (0.1.1 loaded again, VMs
    registered again, same pids), the play fails naming qnode and the
    reason, h2 and h3 are not touched;
-7. removal (tlbbalance_state=absent): the VMs released and left running
-   (same pids, no VM_NOHUGEPAGE, no registration), the module unloaded,
-   DKMS builds and sources, hook, hook settings, nova.conf fragment and
-   provider config removed on every host; a rerun changes nothing.
+then test_rollout_deb.py (d1-d3: tlbbalance-dkms takes the module over
+on qnode and is upgraded under the same VMs) and test_rollout_removal.py
+(7: removal of the whole fleet, tlbbalance_state=absent) go on from
+there, in that order (pytest collects the files by name).
 
 nova-compute does not run on any host (the cloud session runs a real
 one); its restart command appends to /run/fleet-restarts, as libvirtd's
@@ -186,14 +186,14 @@ def node_inventory(**node_vars):
     return path
 
 
-def run(fleet, name, check=False, inventory=None, **extra):
+def run(fleet, name, check=False, inventory=None, limit=None, **extra):
     ev = {'tlbbalance_options': {'default_mode': 'monitor'},
           'tlbbalance_module_src': STATE['src']['0.1.0'],
           'tlbbalance_module_version': '0.1.0'}
     ev.update(extra)
     fleet.run_names.append(name)
     res = fleet.playbook(inventory or STATE['inventory'], ev,
-                         timeout=RUN_TIMEOUT, check=check)
+                         timeout=RUN_TIMEOUT, check=check, limit=limit)
     print(res.summary(name))
     STATE[name] = res
     # the role's scratch directory on the controller is gone
@@ -657,49 +657,3 @@ def test_6_module_that_does_not_load_rolls_back(fleet, rollout):
         assert w['registered'] and w['same_pid'], rec
         assert 0 < w['window_s'] <= WINDOW_S, rec
     shutil.rmtree(out, ignore_errors=True)
-
-
-def test_7_removal(fleet, rollout):
-    """tlbbalance_state=absent: VMs released and left running, module
-    unloaded and its DKMS builds removed, hook, settings, fragment and
-    provider config gone; a rerun changes nothing."""
-    assert STATE['fixed release'].rc == 0, 'stage 5 failed'
-    node = fleet.node
-    before = {h: restarts(fleet, h) for h in ALL}
-    # each VM's guest RAM, as the module holds it, for the check below
-    ram = {vm: node.check('cat %s/vms/%s/ranges' % (scenario.CONFIGFS, vm))
-           for vm in VMS}
-    res = run(fleet, 'removal', tlbbalance_state='absent')
-    assert res.rc == 0, res.out[-5000:]
-    for host in ALL:
-        ok(res, host)
-        assert restarts(fleet, host) == before[host] + [
-            'libvirtd', 'nova-compute'], host
-        for path in FRESH:
-            probe = 'test -e %s' % path
-            rc = node.run(probe).rc if host == 'qnode' else \
-                [x for x in fleet.hosts if x.name == host][0].sh(
-                    probe, check=False).returncode
-            assert rc != 0, '%s left on %s' % (path, host)
-    assert 'changed: released 2 VM(s) (left running); tlbbalance ' \
-        'unloaded' in res.out, res.out[-4000:]
-    assert node.run('test -d /sys/module/tlbbalance').rc != 0
-    assert node.check('dkms status -m tlbbalance').strip() == ''
-    assert node.check('ls -d /usr/src/tlbbalance* /etc/modprobe.d/'
-                      'tlbbalance.conf /etc/modules-load.d/tlbbalance.conf '
-                      '/var/lib/tlbbalance 2>/dev/null; true').strip() == ''
-    # libvirtd was restarted without the hook: wait until it answers
-    node.check('for i in $(seq 240); do virsh -q version >/dev/null 2>&1 '
-               '&& break; sleep 0.5; done', timeout=180)
-    for vm, pid in STATE['pids'].items():
-        assert scenario.qemu_pid(node, vm) == pid, vm
-        assert node.check('virsh domstate %s' % vm).strip() == 'running'
-        # guest RAM only, not the whole process: on 6.12 QEMU's thread
-        # stacks are VM_NOHUGEPAGE by the kernel's doing (see the helper)
-        assert guest_ram_nohugepage_vmas(node, pid, ram[vm]) == 0, vm
-    print('removed on qnode: QEMU pids before %s, after %s' % (
-        STATE['pids'], {vm: scenario.qemu_pid(node, vm) for vm in VMS}))
-    res = run(fleet, 'removal rerun', tlbbalance_state='absent')
-    assert res.rc == 0, res.out[-5000:]
-    for host in ALL:
-        ok(res, host, changed=0)

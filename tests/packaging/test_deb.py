@@ -16,10 +16,11 @@ version is the package's.
 
 import os
 import re
+import subprocess
 
 import pytest
 
-from pkgtest import VERSION, build_debs, run
+from pkgtest import TOP, VERSION, build_debs, run
 
 BUILD_TIMEOUT = 1200
 ROOT_TIMEOUT = 1800     # a bookworm root, the packages, headers, a DKMS build
@@ -151,3 +152,63 @@ def test_dkms_built_the_module_in_the_root(root):
                  'tlbbalance.ko*' % kver).split()[0]
     assert in_root(root, 'modinfo', '-F', 'version', ko).strip() == VERSION
     assert in_root(root, 'modinfo', '-F', 'license', ko).strip() == 'GPL'
+
+
+NEWER = '+test1'
+
+
+@pytest.fixture(scope='module')
+def newer_debs(tmp_path_factory):
+    """The same tree built as VERSION+test1 (make deb's +SUFFIX)."""
+    out = tmp_path_factory.mktemp('deb-newer')
+    run([os.path.join(TOP, 'tools', 'deb', 'build.sh'), str(out), NEWER],
+        BUILD_TIMEOUT)
+    return str(out)
+
+
+def test_upgrade_then_removal_in_the_root(root, newer_debs):
+    """apt upgrades tlbbalance-dkms in the root: DKMS builds the new
+    version for the root's kernel and removes the old one; the postinst
+    leaves the running kernel (not the root's) alone, saying why. Then
+    apt removes it: no build and no source left. (Loading and the reload
+    under running VMs need the root's own kernel running: the kernel
+    node's test, tests/ansible/test_rollout_deb.py.)"""
+    newer = VERSION + NEWER
+    deb = 'tlbbalance-dkms_%s_all.deb' % newer
+    run(['cp', os.path.join(newer_debs, deb), os.path.join(root, 'tmp')],
+        60)
+    out = in_root(root, 'apt-get', 'install', '-y', '-q', '/tmp/' + deb)
+    status = in_root(root, 'dkms', 'status', '-m', 'tlbbalance')
+    assert re.search(r'^tlbbalance/%s, \S+-amd64, x86_64: installed' %
+                     re.escape(newer), status, re.M), status
+    assert VERSION + ',' not in status, status
+    kver = re.search(r', (\S+-amd64),', status).group(1)
+    assert in_root(root, 'modinfo', '-k', kver, '-F', 'version',
+                   'tlbbalance').strip() == newer
+    # the running kernel here is this machine's, with no build: not loaded
+    assert 'tlbbalance-dkms: no build of tlbbalance %s for the running ' \
+        'kernel' % newer in out, out[-3000:]
+    assert in_root(root, 'sh', '-c', 'cat /usr/lib/modules-load.d/'
+                   'tlbbalance.conf | grep -v "^#"').strip() == 'tlbbalance'
+
+    in_root(root, 'apt-get', 'remove', '-y', '-q', 'tlbbalance-dkms')
+    assert 'tlbbalance' not in in_root(root, 'dkms', 'status'), \
+        'a build is left'
+    assert in_root(root, 'sh', '-c', 'ls -d /usr/src/tlbbalance-* '
+                   '/usr/lib/tlbbalance-dkms 2>/dev/null; true') == ''
+
+
+@pytest.mark.parametrize('arg, says', [
+    (VERSION, 'is not newer than the changelog'),
+    ('0.0.1', 'is not newer than the changelog'),
+    ('-x', 'give +SUFFIX'),
+])
+def test_build_refuses_a_version_that_is_not_newer(tmp_path, arg, says):
+    """build.sh OUTDIR VERSION makes a newer package only (an upgrade
+    test's), and names what it refused."""
+    p = subprocess.run([os.path.join(TOP, 'tools', 'deb', 'build.sh'),
+                        str(tmp_path / 'out'), arg], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert says in p.stderr and arg in p.stderr, p.stderr
+    assert not list((tmp_path / 'out').glob('*.deb'))

@@ -4,7 +4,13 @@
 # dpkg-buildpackage on a copy of the tree's files (`git ls-files`: the tree
 # itself is left as it was), then lintian over the result.
 #
-#   tools/deb/build.sh [OUTDIR]      default OUTDIR: out/deb
+#   tools/deb/build.sh [OUTDIR] [+SUFFIX | VERSION]   default OUTDIR: out/deb
+#
+# +SUFFIX: the same tree as version X.Y.Z+SUFFIX (a changelog entry added
+# on the copy; the module's version follows it): a newer package, for
+# upgrade tests (tox -e deb, tests/ansible/test_rollout_deb.py). VERSION
+# (newer than the changelog's): the same tree as that version, for a
+# test that needs a package newer than some other install.
 #
 # OUTDIR gets tlbbalance-dkms_*.deb, python3-nova-tlbbalance_*.deb, the
 # source package (.dsc, .tar.xz), .changes, .buildinfo, the build log and
@@ -14,6 +20,12 @@
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/out/deb}
+suffix=${2:-}
+case $suffix in
+'' | +[0-9A-Za-z.~]* | [0-9]*) ;;
+*) echo "deb: give +SUFFIX (+[0-9A-Za-z.~]...) or a VERSION, not" \
+	"'$suffix'" >&2; exit 2 ;;
+esac
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 for tool in dpkg-buildpackage dh dh_dkms dh_python3 lintian; do
 	command -v "$tool" >/dev/null || {
@@ -30,6 +42,35 @@ mkdir -p "$src" "$out"
 (cd "$top" && git ls-files -z --cached --others --exclude-standard |
 	tar --null -T - --ignore-failed-read -cf -) | tar -C "$src" -xf -
 rm -rf "$src/.ci"
+if [ -n "$suffix" ]; then
+	case $suffix in
+	+*) new=$version$suffix ;;
+	*)
+		dpkg --compare-versions "$suffix" gt "$version" || {
+			echo "deb: VERSION $suffix is not newer than the" \
+				"changelog's $version" >&2
+			exit 2
+		}
+		new=$suffix
+		;;
+	esac
+	version=$new
+	mv "$src" "$work/nova-tlbbalance-$version"
+	src=$work/nova-tlbbalance-$version
+	{
+		printf 'nova-tlbbalance (%s) unstable; urgency=medium\n\n' \
+			"$version"
+		printf '  * Test build of the tree as %s (tools/deb/build.sh).\n\n' \
+			"$version"
+		# a minute after the entry it follows (lintian: a newer entry
+		# needs a later date)
+		printf ' -- %s  %s\n\n' "$(dpkg-parsechangelog \
+			-l "$top/debian/changelog" -SMaintainer)" \
+			"$(date -u -R -d "@$(($(dpkg-parsechangelog \
+				-l "$top/debian/changelog" -STimestamp) + 60))")"
+		cat "$top/debian/changelog"
+	} >"$src/debian/changelog"
+fi
 echo "deb: dpkg-buildpackage in $src (log: $out/build.log)"
 # Debian's own python3 (not a pyenv or virtualenv python first in PATH):
 # the packages are for it, and pybuild needs its python3-build

@@ -53,6 +53,12 @@ CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.
 INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
+# What the node itself loads with modprobe (node-init.sh, libvirtd, QEMU,
+# tlbbalance.ko's dependencies): a module subset (module_subset()) holds
+# these and what they need.
+NODE_MODULES = INITRAMFS_MODULES + (
+    'virtio_console', 'virtio_net', 'kvm_amd', 'configfs', 'tun',
+    'vhost_net', 'loop', 'fuse', 'nbd', 'dm_mod')
 # A node whose kernel reports a CPU stuck this long is wedged (the
 # emulator's failure, docs/node.md): looked for every WEDGE_LOOK_S while
 # a command waits for its answer.
@@ -169,6 +175,41 @@ def build_initramfs(kernel):
         kernel, init, mods))
 
 
+def module_subset(kernel, dest, names=NODE_MODULES):
+    """A /lib/modules/<abi> tree at dest/<abi> with only the modules in
+    names and what they need (from the kernel cache), plus the kernel's
+    modules.order, modules.builtin* and the modules.* files depmod
+    writes for that subset (depmod run here, on this machine, in
+    seconds); returns its path.
+
+    Why: the node's root is this machine's over 9p, and in the node a
+    depmod over a whole Debian tree (~4000 modules) takes ~2 min under
+    TCG; DKMS runs one at each install and each remove. A subset holds
+    what the node loads (NODE_MODULES); tests/ansible boots its node with
+    one (Node(moddir=); docs/node.md, "Module subsets")."""
+    tree = os.path.join(dest, kernel.abi)
+    shutil.rmtree(tree, ignore_errors=True)
+    os.makedirs(tree)
+    for mod in kernel.module_deps(names):
+        os.makedirs(os.path.join(tree, os.path.dirname(mod)), exist_ok=True)
+        shutil.copy2(os.path.join(kernel.modules, mod),
+                     os.path.join(tree, mod))
+    for name in ('modules.order', 'modules.builtin',
+                 'modules.builtin.modinfo'):
+        src = os.path.join(kernel.modules, name)
+        if os.path.exists(src):
+            shutil.copy2(src, os.path.join(tree, name))
+    # depmod -b ROOT expects ROOT/lib/modules/<abi>: a link farm of one
+    root = tempfile.mkdtemp(prefix='tlbb-depmod-')
+    try:
+        os.makedirs(os.path.join(root, 'lib', 'modules'))
+        os.symlink(tree, os.path.join(root, 'lib', 'modules', kernel.abi))
+        _run(['depmod', '-b', root, kernel.abi], 'depmod of %s' % tree)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return tree
+
+
 def build_module(kernel):
     """tlbbalance.ko from the working tree for kernel, built as the
     in-kernel tests build it (tools/kernels/boot/module.py: W=1, no
@@ -240,7 +281,7 @@ class Node:
                  hugepages=0, thp='always', keep=False, boot_timeout=600,
                  ssh_port=None, netns=None, hostname=None, shares=(),
                  libvirt_relay=None, hook_log=None, run_dir=None,
-                 own_session=False):
+                 own_session=False, moddir=None):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -273,6 +314,10 @@ class Node:
         # signal to the launcher's process group (tools/cloud stops its
         # processes that way) must not end the node before poweroff().
         self.own_session = own_session
+        # moddir: None: the kernel cache's /lib/modules/<abi>; a path: that
+        # tree instead (a module_subset()); bind-mounted at
+        # /lib/modules/<abi> in the node either way.
+        self.moddir = moddir
         self.proc = None
         self.sock = None
         self.exit_status = None
@@ -311,7 +356,8 @@ class Node:
         caps = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
         env = {
             'TLBB_REPO': REPO, 'TLBB_KVER': self.kernel.abi,
-            'TLBB_MODDIR': self.kernel.modules, 'TLBB_KO': self.ko,
+            'TLBB_MODDIR': self.moddir or self.kernel.modules,
+            'TLBB_KO': self.ko,
             'TLBB_KO_PARAMS': self.module_params if self.ko else '',
             'TLBB_LIBVIRT': '1' if self.libvirt else '0',
             'TLBB_HOOK_CMD': self.hook_cmd, 'TLBB_CAPS_DIR': caps,

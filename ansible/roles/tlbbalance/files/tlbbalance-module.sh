@@ -7,6 +7,7 @@
 #   tlbbalance-module.sh dkms     VERSION SRC.tar.gz LOAD PARAMS SUM CHECK PY
 #   tlbbalance-module.sh prebuilt VERSION MODULE.ko  LOAD PARAMS -   CHECK PY
 #   tlbbalance-module.sh absent   -       -          -    -      -   CHECK PY
+#   tlbbalance-module.sh handover VERSION -          -    -      -   CHECK PY
 #
 # SUM: the sha256 of SRC as packed on the controller (the copy must match
 # it). CHECK=1 (Ansible's check mode): change nothing, print "changed:
@@ -48,6 +49,21 @@
 # absent: every registration released (VMs left running), the module
 # unloaded, every DKMS version and source, the parameters and the
 # load-at-boot entry and this script's records removed.
+#
+# handover (deb mode, once tlbbalance-dkms VERSION is installed and its
+# build loaded): what this script's dkms or prebuilt mode left beside the
+# package is removed, so that the package alone owns the module: the DKMS
+# versions whose source this script unpacked (/usr/src/tlbbalance-V with
+# its .tlbbalance-src; never the package's), their tarballs, the
+# load-at-boot entry in /etc/modules-load.d (the package ships its own in
+# /usr/lib/modules-load.d), the roll-back copy of the last build loaded
+# and /run/tlbbalance (the script's record of what it loaded).
+# The parameters file stays (deb mode writes the same one), and so does
+# /var/lib/tlbbalance/last-upgrade.json (the package's scripts write it).
+#
+# dkms and prebuilt refuse to run while tlbbalance-dkms is installed: its
+# maintainer scripts manage the module then (tlbbalance_module_install:
+# deb), and two owners of one DKMS module would undo each other.
 set -u
 mode=$1 version=$2 src=$3 load=$4 params=$5 want_sum=${6:--} check=${7:-0}
 py=${8:-/usr/bin/python3}
@@ -125,7 +141,46 @@ remove_module_files() {
 }
 
 case $mode in
-dkms | prebuilt) ;;
+dkms | prebuilt)
+	if dpkg-query -W -f '${db:Status-Abbrev}' tlbbalance-dkms 2>/dev/null |
+		grep -q '^.[iUFHtW]'; then
+		die "tlbbalance-dkms (the Debian package) is installed, and its" \
+		    "maintainer scripts manage tlbbalance.ko: set" \
+		    "tlbbalance_module_install: deb, or remove the package first" \
+		    "(docs/upgrade.md, \"Switching to the Debian package\")"
+	fi
+	;;
+handover)
+	for d in /var/lib/dkms/tlbbalance/*; do
+		v=$(basename "$d")
+		[ -e "$d/source" ] && [ "$v" != "$version" ] &&
+			[ -f "/usr/src/tlbbalance-$v/.tlbbalance-src" ] || continue
+		if [ "$check" = 1 ]; then
+			changed "DKMS tlbbalance/$v (the role's dkms mode) would" \
+				"be removed"
+			continue
+		fi
+		dkms remove -m tlbbalance -v "$v" --all >/dev/null 2>&1 ||
+			die "dkms remove tlbbalance/$v (the role's dkms mode) failed"
+		rm -rf "/usr/src/tlbbalance-$v" ||
+			die "cannot remove /usr/src/tlbbalance-$v"
+		changed "DKMS tlbbalance/$v (the role's dkms mode) removed"
+	done
+	for f in /usr/src/tlbbalance-*.tar.gz \
+		/etc/modules-load.d/tlbbalance.conf $lib/loaded.ko \
+		$lib/loaded.name $lib/loaded.version $lib/loaded.conf \
+		$state; do
+		[ -e "$f" ] || continue
+		if [ "$check" = 1 ]; then
+			changed "$f (the role's dkms or prebuilt mode) would be" \
+				"removed"
+		else
+			rm -rf "$f" || die "cannot remove $f"
+			changed "$f (the role's dkms or prebuilt mode) removed"
+		fi
+	done
+	exit 0
+	;;
 absent)
 	if [ -d /sys/module/tlbbalance ]; then
 		if [ "$check" = 1 ]; then
@@ -148,7 +203,7 @@ absent)
 	remove_module_files
 	exit 0
 	;;
-*) die "unknown mode '$mode' (dkms, prebuilt or absent)" ;;
+*) die "unknown mode '$mode' (dkms, prebuilt, absent or handover)" ;;
 esac
 
 opts="# Managed by the tlbbalance Ansible role (docs/ansible.md)"

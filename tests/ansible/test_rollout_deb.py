@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The role's deb mode on the kernel node: tlbbalance-dkms (make deb)
+takes the module over from the role's dkms mode under running VMs, its
+maintainer scripts doing the work (docs/upgrade.md, "Switching to the
+Debian package" and "Upgrading the Debian package").
+
+It goes on from test_rollout.py's stage 6 (0.1.1 from the role's dkms
+mode loaded again after the roll back), on qnode only (--limit: the
+namespace hosts load no module), with the two managed VMs of stage 3b
+running and registered; test_rollout_removal.py (stage 7) removes the
+fleet after it, qnode in deb mode:
+
+d1. the role in deb mode installs tlbbalance-dkms 0.2.0 (make deb of the
+    tree as that version, newer than the role's 0.1.1): DKMS builds it
+    in the node, the postinst reloads under the running VMs (release,
+    rmmod 0.1.1, modprobe 0.2.0, register again: same QEMU pids, the
+    same registrations, each VM's unmanaged window <= 10 s, recorded by
+    tlbbalance-dkms), with the Python the role wrote to
+    /etc/default/tlbbalance; then the role hands over: the dkms mode's
+    0.1.1 (DKMS build and source), its load-at-boot entry and roll-back
+    copy are removed, the package's own entry stays; a rerun changes
+    nothing;
+d2. (below: not run);
+d3. the role in dkms mode on the node with the package installed
+    refuses, naming the package and what to do; nothing changes.
+
+d2, not run here: an upgrade of the package itself (0.2.0 ->
+0.2.0+test1) under the VMs costs one more DKMS build in the node (about
+7 minutes of the suite under TCG, past CI's budget) for little that d1
+does not show: the postinst's reload is the same code, and the dpkg side
+of an upgrade (the old version's build removed, the new one built) is
+tests/packaging/test_deb.py's, in a root. It passed on this node once
+(2026-11-27, commit 0037103): 410 s, windows <= 10 s, rerun changed=0.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import scenario
+import test_rollout as tr
+
+BASE = '0.2.0'
+DKMS_DEB = 'tlbbalance-dkms_%s_all.deb'
+
+
+def build_deb(out, version):
+    """make deb's script (tools/deb/build.sh) into out, the tree as
+    version (a whole version, or the changelog's +SUFFIX)."""
+    script = os.path.join(tr.REPO, 'tools', 'deb', 'build.sh')
+    p = subprocess.run([script, out, version], capture_output=True,
+                       text=True, timeout=1200)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    return os.path.join(out, DKMS_DEB % version)
+
+
+@pytest.fixture(scope='module')
+def debs(fleet):
+    """{version: tlbbalance-dkms .deb}: the tree as 0.2.0, built on
+    this machine (seconds; make deb)."""
+    assert tr.STATE.get('release that does not load') is not None, \
+        'test_rollout.py stage 6 did not run'
+    out = {}
+    for version in (BASE,):
+        out[version] = build_deb(os.path.join(fleet.dir, 'deb-' + version),
+                                 version)
+    return out
+
+
+def deb_inventory(deb):
+    return tr.node_inventory(tlbbalance_module_install='deb',
+                             tlbbalance_module_deb=deb)
+
+
+def loaded(node):
+    return node.check('cat /sys/module/tlbbalance/version').strip()
+
+
+def check_reload(node, res, old, new):
+    """The postinst's reload old -> new under the running VMs: same
+    processes, registered again with their parameters, each window
+    printed by the play and recorded."""
+    assert 'tlbbalance-dkms: reloaded tlbbalance (%s -> %s): 2 VM(s) ' \
+        'released and registered again' % (old, new) in res.out, \
+        res.out[-4000:]
+    tr.vms_unchanged(node)
+    released = json.loads(node.check(
+        'cat /run/tlbbalance-dkms/released.json'))
+    assert sorted(e['vm'] for e in released['released']) == sorted(tr.VMS)
+    assert released['errors'] == [], released
+    rec = json.loads(node.check('cat %s' % tr.UPGRADE))
+    print('deb %s -> %s on qnode in %.0f s: QEMU pids %s; windows %s' % (
+        old, new, res.secs,
+        {vm: scenario.qemu_pid(node, vm) for vm in tr.VMS},
+        {w['vm']: w['window_s'] for w in rec['windows']}))
+    assert (rec['result'], rec['from'], rec['to'], rec['by']) == (
+        'upgraded', old, new, 'tlbbalance-dkms'), rec
+    assert sorted(w['vm'] for w in rec['windows']) == sorted(tr.VMS), rec
+    for w in rec['windows']:
+        assert w['registered'] and w['same_pid'], rec
+        assert 0 < w['window_s'] <= tr.WINDOW_S, rec
+        assert re.search(r'window %s: unmanaged [\d.]+ s \(pid %d\)'
+                         % (w['vm'], w['pid']), res.out), res.out[-4000:]
+
+
+def test_d1_package_takes_over_from_the_dkms_mode(fleet, debs):
+    node = fleet.node
+    assert loaded(node) == '0.1.1'
+    assert tr.registrations(node) == tr.STATE['registered']
+    res = tr.run(fleet, 'deb handover', limit='qnode',
+                 inventory=deb_inventory(debs[BASE]))
+    assert res.rc == 0, res.out[-5000:]
+    tr.ok(res, 'qnode')
+    assert loaded(node) == BASE
+    assert node.check("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "
+                      "tlbbalance-dkms").strip() == '%s ii' % BASE
+    assert 'TLBBALANCE_PYTHON=/usr/bin/python3' in \
+        node.check('cat /etc/default/tlbbalance')
+    check_reload(node, res, '0.1.1', BASE)
+    # the dkms mode's leftovers are gone, the package's own entry stays
+    assert 'DKMS tlbbalance/0.1.1 (the role\'s dkms mode) removed' in \
+        res.out, res.out[-4000:]
+    status = node.check('dkms status -m tlbbalance')
+    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [BASE], \
+        status
+    assert node.check('ls -d /usr/src/tlbbalance* /etc/modules-load.d/'
+                      'tlbbalance.conf /var/lib/tlbbalance/loaded.ko '
+                      '/run/tlbbalance 2>/dev/null; true').split() == [
+        '/usr/src/tlbbalance-%s' % BASE]
+    assert node.check('grep -v "^#" /usr/lib/modules-load.d/'
+                      'tlbbalance.conf').strip() == 'tlbbalance'
+    again = tr.run(fleet, 'deb handover rerun', limit='qnode',
+                   inventory=deb_inventory(debs[BASE]))
+    assert again.rc == 0, again.out[-5000:]
+    tr.ok(again, 'qnode', changed=0)
+    tr.vms_unchanged(node)
+
+
+def test_d3_dkms_mode_refused_while_the_package_is_installed(fleet, debs):
+    assert tr.STATE['deb handover'].rc == 0, 'd1 failed'
+    node = fleet.node
+    res = tr.run(fleet, 'dkms mode over the package', limit='qnode',
+                 tlbbalance_module_src=tr.STATE['src']['0.1.1'],
+                 tlbbalance_module_version='0.1.1')
+    assert res.rc != 0 and res.hosts['qnode']['failed'] == 1, \
+        res.out[-4000:]
+    assert 'tlbbalance-dkms (the Debian package) is installed' in res.out \
+        and 'tlbbalance_module_install: deb' in res.out, res.out[-4000:]
+    assert loaded(node) == BASE
+    status = node.check('dkms status -m tlbbalance')
+    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [BASE], \
+        status
+    tr.vms_unchanged(node)
