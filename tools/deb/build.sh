@@ -35,6 +35,19 @@ for tool in dpkg-buildpackage dh dh_dkms dh_python3 lintian; do
 	}
 done
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -SVersion)
+# the version to build, refused before any work when it is not newer
+case $suffix in
+'') new=$version ;;
++*) new=$version$suffix ;;
+*)
+	dpkg --compare-versions "$suffix" gt "$version" || {
+		echo "deb: VERSION $suffix is not newer than the changelog's" \
+			"$version" >&2
+		exit 2
+	}
+	new=$suffix
+	;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src=$work/nova-tlbbalance-$version
@@ -43,17 +56,6 @@ mkdir -p "$src" "$out"
 	tar --null -T - --ignore-failed-read -cf -) | tar -C "$src" -xf -
 rm -rf "$src/.ci"
 if [ -n "$suffix" ]; then
-	case $suffix in
-	+*) new=$version$suffix ;;
-	*)
-		dpkg --compare-versions "$suffix" gt "$version" || {
-			echo "deb: VERSION $suffix is not newer than the" \
-				"changelog's $version" >&2
-			exit 2
-		}
-		new=$suffix
-		;;
-	esac
 	version=$new
 	mv "$src" "$work/nova-tlbbalance-$version"
 	src=$work/nova-tlbbalance-$version
