@@ -11,7 +11,11 @@ lintian reports no error and no warning. Both are installed by apt into
 a fresh Debian bookworm root made by mmdebstrap, their dependencies coming
 from Debian's archive; there ``tlbbalance --version`` runs, and installing
 Debian's kernel headers makes DKMS build the module, whose ``modinfo``
-version is the package's.
+version is the package's. The installs, the upgrade and the purge in that
+root are the Ansible role's deb modes' own step
+(ansible/roles/tlbbalance/files/tlbbalance-deb.sh, which the role runs
+with ansible.builtin.script): its idempotence and check mode are checked
+here, where the archive is; the kernel node of tox -e ansible has none.
 """
 
 import os
@@ -30,6 +34,10 @@ MIRRORS = ('deb http://deb.debian.org/debian bookworm main',
 
 DKMS = 'tlbbalance-dkms_%s_all.deb' % VERSION
 PY = 'python3-nova-tlbbalance_%s_all.deb' % VERSION
+# the role's install/purge step, copied into the root (under /root:
+# mmdebstrap empties /tmp at its end)
+DEB_SH = os.path.join(TOP, 'ansible', 'roles', 'tlbbalance', 'files',
+                      'tlbbalance-deb.sh')
 
 
 @pytest.fixture(scope='module')
@@ -96,16 +104,19 @@ def test_python_package(debs):
 
 @pytest.fixture(scope='module')
 def root(debs, tmp_path_factory):
-    """A fresh bookworm root: apt installs both packages (their
-    dependencies from Debian's archive), then Debian's kernel headers,
-    which makes DKMS build the module (its kernel postinst hook)."""
+    """A fresh bookworm root: the role's tlbbalance-deb.sh installs both
+    packages (apt-get, their dependencies from Debian's archive), then
+    Debian's kernel headers go in, which makes DKMS build the module (its
+    kernel postinst hook)."""
     target = str(tmp_path_factory.mktemp('root') / 'bookworm')
     hooks = [
-        'mkdir -p "$1/tmp/debs"',
-        'copy-in %s %s /tmp/debs' % (os.path.join(debs, DKMS),
-                                     os.path.join(debs, PY)),
-        'chroot "$1" apt-get install -y -q /tmp/debs/%s /tmp/debs/%s'
-        % (PY, DKMS),
+        'mkdir -p "$1/root/debs"',
+        'copy-in %s %s %s /root/debs' % (os.path.join(debs, DKMS),
+                                        os.path.join(debs, PY), DEB_SH),
+        'chroot "$1" sh /root/debs/tlbbalance-deb.sh install '
+        'python3-nova-tlbbalance /root/debs/%s 0' % PY,
+        'chroot "$1" sh /root/debs/tlbbalance-deb.sh install '
+        'tlbbalance-dkms /root/debs/%s 0' % DKMS,
         'chroot "$1" apt-get install -y -q linux-headers-amd64',
     ]
     argv = ['mmdebstrap', '--variant=apt', '--format=directory',
@@ -139,6 +150,32 @@ def test_installed_in_a_fresh_root(root):
                   't.__file__)')
     assert out.split() == [VERSION, '/usr/lib/python3/dist-packages/'
                            'nova_tlbbalance/__init__.py']
+
+
+def deb_sh(root, *args):
+    return in_root(root, 'sh', '/root/debs/tlbbalance-deb.sh', *args)
+
+
+@pytest.mark.parametrize('pkg, deb', [('python3-nova-tlbbalance', PY),
+                                      ('tlbbalance-dkms', DKMS)])
+def test_role_step_installed_changes_nothing(root, pkg, deb):
+    """The role's step again, and in check mode: the version is
+    installed, nothing is done or said (the role's changed_when)."""
+    for check in ('0', '1'):
+        assert deb_sh(root, 'install', pkg, '/root/debs/' + deb, check) == ''
+
+
+def test_role_step_refuses_the_wrong_package(root):
+    res = subprocess.run(
+        ['unshare', '--mount', '--pid', '--fork',
+         '--mount-proc=%s/proc' % root, 'chroot', root, 'sh',
+         '/root/debs/tlbbalance-deb.sh', 'install', 'tlbbalance-dkms',
+         '/root/debs/' + PY, '0'], capture_output=True, text=True,
+        timeout=120)
+    assert res.returncode == 1, res
+    assert res.stderr.startswith('tlbbalance-deb: ') and \
+        '/root/debs/%s holds python3-nova-tlbbalance, not tlbbalance-dkms' \
+        % PY in res.stderr, res.stderr
 
 
 def test_dkms_built_the_module_in_the_root(root):
@@ -177,7 +214,15 @@ def test_upgrade_then_removal_in_the_root(root, newer_debs):
     deb = 'tlbbalance-dkms_%s_all.deb' % newer
     run(['cp', os.path.join(newer_debs, deb), os.path.join(root, 'tmp')],
         60)
-    out = in_root(root, 'apt-get', 'install', '-y', '-q', '/tmp/' + deb)
+    # the role's step: check mode says what it would do, does nothing
+    assert deb_sh(root, 'install', 'tlbbalance-dkms', '/tmp/' + deb,
+                  '1') == 'changed: tlbbalance-dkms %s would be installed ' \
+        '(check mode)\n' % newer
+    assert VERSION + ',' in in_root(root, 'dkms', 'status', '-m',
+                                    'tlbbalance')
+    out = deb_sh(root, 'install', 'tlbbalance-dkms', '/tmp/' + deb, '0')
+    assert out.endswith('changed: tlbbalance-dkms %s installed\n' % newer), \
+        out[-3000:]
     status = in_root(root, 'dkms', 'status', '-m', 'tlbbalance')
     assert re.search(r'^tlbbalance/%s, \S+-amd64, x86_64: installed' %
                      re.escape(newer), status, re.M), status
@@ -196,6 +241,21 @@ def test_upgrade_then_removal_in_the_root(root, newer_debs):
         'a build is left'
     assert in_root(root, 'sh', '-c', 'ls -d /usr/src/tlbbalance-* '
                    '/usr/lib/tlbbalance-dkms 2>/dev/null; true') == ''
+    # removed, nothing of it left (not even dpkg's "config-files"): the
+    # role's purge finds nothing to do. It purges the other package, then
+    # a rerun (and check mode then) finds nothing either.
+    assert in_root(root, 'dpkg-query', '-W', '-f', '${db:Status-Abbrev}',
+                   'tlbbalance-dkms') == 'un '
+    assert deb_sh(root, 'purge', 'tlbbalance-dkms', '-', '0') == ''
+    pkg = 'python3-nova-tlbbalance'
+    assert deb_sh(root, 'purge', pkg, '-', '1') == \
+        'changed: %s would be purged (check mode)\n' % pkg
+    assert in_root(root, 'tlbbalance', '--version')
+    out = deb_sh(root, 'purge', pkg, '-', '0')
+    assert out.endswith('changed: %s purged\n' % pkg), out[-3000:]
+    assert in_root(root, 'sh', '-c', 'command -v tlbbalance; true') == ''
+    for check in ('0', '1'):
+        assert deb_sh(root, 'purge', pkg, '-', check) == ''
 
 
 @pytest.mark.parametrize('arg, says', [
