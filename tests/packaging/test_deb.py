@@ -112,7 +112,7 @@ def root(debs, tmp_path_factory):
     hooks = [
         'mkdir -p "$1/root/debs"',
         'copy-in %s %s %s /root/debs' % (os.path.join(debs, DKMS),
-                                        os.path.join(debs, PY), DEB_SH),
+                                         os.path.join(debs, PY), DEB_SH),
         'chroot "$1" sh /root/debs/tlbbalance-deb.sh install '
         'python3-nova-tlbbalance /root/debs/%s 0' % PY,
         'chroot "$1" sh /root/debs/tlbbalance-deb.sh install '

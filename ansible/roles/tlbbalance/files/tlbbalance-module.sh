@@ -142,6 +142,8 @@ remove_module_files() {
 
 case $mode in
 dkms | prebuilt)
+	# installed in any state (dpkg's second status letter), as
+	# tlbbalance-deb.sh counts it
 	if dpkg-query -W -f '${db:Status-Abbrev}' tlbbalance-dkms 2>/dev/null |
 		grep -q '^.[iUFHtW]'; then
 		die "tlbbalance-dkms (the Debian package) is installed, and its" \
