@@ -8,7 +8,9 @@
 #   tlbbalance-deb.sh install PACKAGE DEB CHECK
 #       install DEB (a .deb of PACKAGE already copied to the node) with
 #       apt-get, which brings its dependencies from the node's archive,
-#       unless that version of PACKAGE is installed and configured
+#       unless that version of PACKAGE is installed and configured (a
+#       .deb older than the installed version is refused by apt-get: no
+#       downgrades; remove the package first)
 #   tlbbalance-deb.sh purge   PACKAGE -   CHECK
 #       purge PACKAGE if anything of it is on the node (installed in any
 #       state, or its configuration files left by a removal)
@@ -28,7 +30,7 @@ set -u
 op=${1:-} pkg=${2:-} deb=${3:--} check=${4:-0}
 
 die() {
-	echo "tlbbalance-deb: $(hostname): $*" >&2
+	echo "tlbbalance-deb: $(uname -n): $*" >&2
 	exit 1
 }
 
