@@ -26,13 +26,18 @@ SESSION = {}
 def fleet():
     f = fleetlib.Fleet()
     kernel = nodelib.Kernel(os.environ.get('TLBB_E2E_KERNEL', '6.1'))
-    # The node's kernel modules are a subset (tools/node/node.py
-    # module_subset: what the node loads and what that needs): every
+    # The node is a machine with a disk (the overlay's upper layer on
+    # it): test_rollout_deb.py's d2 installs another kernel in it and
+    # reboots it. Its kernel's modules are a subset (tools/node/node.py
+    # module_subset: what the node loads and what that needs), installed
+    # on that disk at the first boot as a kernel package would: every
     # depmod DKMS runs in the node (one per install and per remove) then
     # reads a few dozen modules, not ~4000 over 9p (~2 min each).
+    disk = nodelib.make_disk(os.path.join(f.dir, 'qnode-disk.img'))
     node = live.LiveNode(LOG_DIR, 'ansible-node', kernel=kernel.line,
                          hook=False, module=False, ssh_port=f.node_port,
-                         netns=f.ctl, moddir=nodelib.module_subset(
+                         netns=f.ctl, disk=disk,
+                         moddir=nodelib.module_subset(
                              kernel, os.path.join(f.dir, 'modules')))
     SESSION['fleet'] = f
     ok = False
