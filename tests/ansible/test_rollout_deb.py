@@ -169,7 +169,9 @@ def test_d2_kernel_upgrade_and_reboot(fleet, deb):
     node = fleet.node
     old = node.kernel
     new = nodelib.Kernel(NEXT_KERNEL)
-    assert old.abi != new.abi and node.check('uname -r').strip() == old.abi
+    if old.abi == new.abi:
+        pytest.skip('the node already runs %s (TLBB_E2E_KERNEL)' % new.abi)
+    assert node.check('uname -r').strip() == old.abi
     times = {}
 
     def took(what, secs):

@@ -81,9 +81,14 @@ done
 # modules, and stays there (with DKMS's builds) across reboots, into this
 # kernel or another; TLBB_MODDIR empty: as already installed on the root.
 if [ -n "$TLBB_MODDIR" ] && [ "${TLBB_PERSIST:-0}" = 1 ]; then
-	if [ ! -e "/lib/modules/$TLBB_KVER/modules.dep" ]; then
-		mkdir -p "/lib/modules/$TLBB_KVER" &&
-			cp -a "$TLBB_MODDIR/." "/lib/modules/$TLBB_KVER/" ||
+	# a stamp on the disk, not modules.dep: the lower layer is this
+	# machine's root, which may have that kernel's whole tree
+	stamp=/var/lib/tlbb-node/modules-$TLBB_KVER
+	if [ ! -e "$stamp" ]; then
+		rm -rf "/lib/modules/$TLBB_KVER" &&
+			mkdir -p "/lib/modules/$TLBB_KVER" /var/lib/tlbb-node &&
+			cp -a "$TLBB_MODDIR/." "/lib/modules/$TLBB_KVER/" &&
+			: >"$stamp" ||
 			error "cannot install the modules of $TLBB_MODDIR"
 	fi
 elif [ -n "$TLBB_MODDIR" ]; then
@@ -121,14 +126,19 @@ chmod +x /usr/local/bin/tlbbalance
 # tlbbalance-dkms's is /usr/lib/modules-load.d/tlbbalance.conf). A
 # failure is logged, not fatal, as there: what needs the module finds it
 # missing.
+# A link to /dev/null masks a file of that name; files are read in the
+# order of their names.
 declare -A modules_load=()
 for dir in /usr/lib /usr/local/lib /run /etc; do
 	for f in "$dir"/modules-load.d/*.conf; do
-		[ -f "$f" ] && modules_load[$(basename "$f")]=$f
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		modules_load[$(basename "$f")]=$f
 	done
 done
-for f in "${modules_load[@]}"; do
-	for m in $(sed -e 's/#.*//' "$f"); do
+for name in $(printf '%s\n' "${!modules_load[@]}" | sort); do
+	f=${modules_load[$name]}
+	[ "$(readlink -f "$f")" = /dev/null ] && continue
+	for m in $(sed -e 's/[#;].*//' "$f"); do
 		if modprobe "$m" 2>>/run/tlbb/modules-load.log; then
 			step "modules-load.d: $m"
 		else
