@@ -283,6 +283,7 @@ def test_d3_dkms_mode_refused_while_the_package_is_installed(fleet, deb):
         and 'tlbbalance_module_install: deb' in res.out, res.out[-4000:]
     assert loaded(node) == BASE
     status = node.check('dkms status -m tlbbalance')
-    assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [BASE], \
-        status
+    # one version (built for 6.1 and, since d2, 6.12)
+    assert set(re.findall(r'^tlbbalance/([^,]+),', status, re.M)) == \
+        {BASE}, status
     tr.vms_unchanged(node)
