@@ -42,6 +42,20 @@ changed() {
 	fi
 }
 
+# apt-get VERB ARGS, said as "changed: WHAT DONE"; in check mode only
+# said ("would be DONE")
+act() {
+	what=$1 done=$2 verb=$3
+	shift 3
+	if [ "$check" = 1 ]; then
+		changed "$what would be $done"
+		exit 0
+	fi
+	apt-get "$verb" -y -q "$@" 2>&1 ||
+		die "apt-get $verb $* failed (its output is above)"
+	changed "$what $done"
+}
+
 # dpkg's status of PACKAGE in three letters (desired, status, error),
 # or nothing when dpkg has never heard of it
 status() {
@@ -64,26 +78,14 @@ install)
 	have=$(dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "$pkg" \
 		2>/dev/null)
 	[ "$have" = "$want ii " ] && exit 0
-	if [ "$check" = 1 ]; then
-		changed "$pkg $want would be installed"
-		exit 0
-	fi
-	apt-get install -y -q "$deb" 2>&1 ||
-		die "apt-get install $deb failed (its output is above)"
-	changed "$pkg $want installed"
+	act "$pkg $want" installed install "$deb"
 	;;
 purge)
 	case $(status) in
 	?[iUFHtWc]*) ;;
 	*) exit 0 ;;
 	esac
-	if [ "$check" = 1 ]; then
-		changed "$pkg would be purged"
-		exit 0
-	fi
-	apt-get purge -y -q "$pkg" 2>&1 ||
-		die "apt-get purge $pkg failed (its output is above)"
-	changed "$pkg purged"
+	act "$pkg" purged purge "$pkg"
 	;;
 *)
 	die "unknown operation '$op' (install or purge)"
