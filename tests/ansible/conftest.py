@@ -58,10 +58,16 @@ def fleet():
             except Exception as e:      # noqa: BLE001 - reported below
                 errors.append('node power-off: %s' % e)
         errors += f.stop()
-        if ok and not errors and not SESSION.get('failed'):
-            f.cleanup_dir()
+        # The run dir (the hosts' roots, the module sources, the play
+        # logs) goes whatever happened: a failed run on a shared machine
+        # must not leave hundreds of MB in /tmp. A failure's evidence is
+        # in the test's output (the play's tail) and the node's logs in
+        # out/test-logs; TLBB_KEEP_RUN_DIR=1 keeps the dir for a look.
+        if os.environ.get('TLBB_KEEP_RUN_DIR') == '1' and \
+                (not ok or errors or SESSION.get('failed')):
+            print('fleet run dir kept (TLBB_KEEP_RUN_DIR=1): %s' % f.dir)
         else:
-            print('fleet run dir kept: %s' % f.dir)
+            f.cleanup_dir()
         assert not errors, errors
 
 
@@ -69,7 +75,7 @@ def fleet():
 def pytest_runtest_makereport(item, call):
     rep = (yield).get_result()
     if rep.failed:
-        SESSION['failed'] = True     # keep the run dir for a look
+        SESSION['failed'] = True     # TLBB_KEEP_RUN_DIR=1 keeps the dir
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -410,8 +410,6 @@ VMS = {'upg-a': {'mode': 'monitor', 'backing': 'thp', 'samples': '6',
                  'prefault': 'true'},
        'upg-b': {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
                  'step_pages': '8', 'floor_pages': '8', 'prefault': 'true'}}
-# flavor keys that are no module parameter (not in its status)
-NOT_MODULE = ('mode', 'backing', 'prefault')
 VM_MIB = 64
 UPGRADE = '/var/lib/tlbbalance/last-upgrade.json'
 # the longest a VM may stay unmanaged across a module reload
@@ -451,13 +449,7 @@ def guest_ram_nohugepage_vmas(node, pid, ranges):
 def registrations(node):
     """{vm: {pid, mode, and each parameter its flavor set}} as the
     module holds them (None: not registered)."""
-    out = {}
-    for vm, specs in VMS.items():
-        st = scenario.module_status(node, vm)
-        keys = ['pid', 'mode'] + [k for k in specs if k not in
-                                  NOT_MODULE]
-        out[vm] = st and {k: st.get(k) for k in keys}
-    return out
+    return scenario.registrations(node, VMS)
 
 
 def vms_unchanged(node):
@@ -488,13 +480,7 @@ def test_3b_managed_vms_running(fleet, rollout):
         scenario.wait_payload(node, vm, timeout=300)
     STATE['pids'] = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
     reg = registrations(node)
-    for vm, specs in VMS.items():
-        assert reg[vm] is not None, '%s not registered by the hook' % vm
-        assert reg[vm]['pid'] == str(STATE['pids'][vm]), reg
-        assert reg[vm]['mode'] == specs['mode'], reg
-        for k, v in specs.items():
-            if k not in NOT_MODULE:
-                assert reg[vm][k] == v, (vm, k, reg[vm])
+    scenario.check_registered(reg, VMS, STATE['pids'])
     STATE['registered'] = reg
     # a hold in force on upg-b: the release before a reload must lift it
     pid = STATE['pids']['upg-b']

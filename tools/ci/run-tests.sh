@@ -21,11 +21,11 @@ top=$PWD
 # single-process suites one after the other (docs/kernel-tests.md, "CI's lanes").
 # Then the ansible suite, the longest (its kernel node averages 1.2-1.3
 # of the two cores, waiting on SSH and the emulated node between tasks),
-# in a lane of its own beside the nova suites, integration and the other
-# suites that boot one node each (e2e, tempest) (docs/ansible.md, "CI's
-# time"). At
-# most two emulated nodes run at once: three starve each other.
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint kmod-arm64+kmod,sim,py3,packaging,deb,distro,kolla ansible+functional,functional-nova31,integration,e2e,tempest"}
+# in a lane with integration (short, no emulated node) beside the nova
+# suites and the suites that boot one node each (e2e, kernel-upgrade,
+# tempest) (docs/ansible.md, "CI's time"). At most two emulated nodes run
+# at once: three starve each other.
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint kmod-arm64+kmod,sim,py3,packaging,deb,distro,kolla integration,ansible+functional,functional-nova31,e2e,kernel-upgrade,tempest"}
 # The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
 # run for every change to kernel-module/, not for every run, as its kernel
 # build from an empty cache does not fit the budget (docs/kernel-tests.md).
@@ -56,7 +56,7 @@ declare -A limit=([pep8]=600 [docs]=120 [ansible-lint]=600 [py3]=900
 		  [functional]=1500 [functional-nova31]=1500 [integration]=1200
 		  [kmod]=1500
 		  [kmod-debug]=4200
-		  [kmod-arm64]=2400 [e2e]=1500 [ansible]=4200 [deb]=1800 [distro]=1800
+		  [kmod-arm64]=2400 [e2e]=1500 [kernel-upgrade]=1800 [ansible]=4200 [deb]=1800 [distro]=1800
 		  [kolla]=1800
 		  [tempest]=1800)
 

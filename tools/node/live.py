@@ -80,6 +80,25 @@ class LiveNode:
             or 'QEMU logged no event', ', '.join(logs)))
         self.boot()
 
+    def reboot(self, **changes):
+        """Power the current node off and boot it again with changes to
+        its Node arguments (e.g. kernel='6.12', moddir=''): on a
+        persistent disk (disk=) this is the same machine rebooted, into
+        another kernel if asked. Returns (power-off seconds, boot
+        seconds)."""
+        if not self.node_kwargs.get('disk'):
+            raise nodelib.NodeError('reboot needs a node on a disk (disk=):'
+                                    ' a tmpfs root would come back empty')
+        t0 = time.monotonic()
+        status = self.poweroff()
+        if status != 0:
+            raise nodelib.NodeError('the node powered off with status %s'
+                                    % status)
+        down = time.monotonic() - t0
+        self.node_kwargs.update(changes)
+        up, _ = self.boot()
+        return down, up
+
     def poweroff(self):
         """Power the current node off; keep its logs unless all went well."""
         n = self.current

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Stage 2 of the compute node in a box: PID 1 on the overlay root (the
-# host's / read-only over 9p, a tmpfs on top). Started by the initramfs,
+# host's / read-only over 9p, a tmpfs or a disk on top). Started by the initramfs,
 # configured by /tlbb-io/node.env (written by tools/node/node.py).
 #
 # Mounts, loads kvm-amd (nested paging) and tlbbalance.ko, mounts hugetlbfs,
@@ -75,10 +75,29 @@ for share in $TLBB_SHARES; do
 		error "cannot mount the $tag share on $dir"
 done
 
-# The booted kernel's modules, from the kernel cache (host path).
-mkdir -p "/lib/modules/$TLBB_KVER"
-mount --bind "$TLBB_MODDIR" "/lib/modules/$TLBB_KVER" ||
-	error "cannot bind-mount modules from $TLBB_MODDIR"
+# The booted kernel's modules: from the kernel cache or a module subset
+# (host paths), bind-mounted; on a persistent root (a disk) a subset is
+# copied onto the root once, as a kernel image package installs its
+# modules, and stays there (with DKMS's builds) across reboots, into this
+# kernel or another; TLBB_MODDIR empty: as already installed on the root.
+if [ -n "$TLBB_MODDIR" ] && [ "${TLBB_PERSIST:-0}" = 1 ]; then
+	# a stamp on the disk, not modules.dep: the lower layer is this
+	# machine's root, which may have that kernel's whole tree
+	stamp=/var/lib/tlbb-node/modules-$TLBB_KVER
+	if [ ! -e "$stamp" ]; then
+		rm -rf "/lib/modules/$TLBB_KVER" &&
+			mkdir -p "/lib/modules/$TLBB_KVER" /var/lib/tlbb-node &&
+			cp -a "$TLBB_MODDIR/." "/lib/modules/$TLBB_KVER/" &&
+			: >"$stamp" ||
+			error "cannot install the modules of $TLBB_MODDIR"
+	fi
+elif [ -n "$TLBB_MODDIR" ]; then
+	mkdir -p "/lib/modules/$TLBB_KVER"
+	mount --bind "$TLBB_MODDIR" "/lib/modules/$TLBB_KVER" ||
+		error "cannot bind-mount modules from $TLBB_MODDIR"
+elif [ ! -e "/lib/modules/$TLBB_KVER/modules.dep" ]; then
+	error "no /lib/modules/$TLBB_KVER/modules.dep on the root"
+fi
 modprobe virtio_console || error "modprobe virtio_console failed"
 modprobe kvm_amd || error "modprobe kvm_amd failed: no /dev/kvm"
 modprobe configfs && mount -t configfs configfs /sys/kernel/config
@@ -100,6 +119,35 @@ exec /usr/bin/python3 -m nova_tlbbalance "\$@"
 EOF
 chmod +x /usr/local/bin/tlbbalance
 
+# What systemd-modules-load.service does early at boot, before any
+# daemon: the modules named in modules-load.d's *.conf files loaded (with
+# their /etc/modprobe.d options); a file in /etc hides one of the same
+# name in /run, /usr/local/lib or /usr/lib (where packages put theirs:
+# tlbbalance-dkms's is /usr/lib/modules-load.d/tlbbalance.conf). A
+# failure is logged, not fatal, as there: what needs the module finds it
+# missing.
+# A link to /dev/null masks a file of that name; files are read in the
+# order of their names.
+declare -A modules_load=()
+for dir in /usr/lib /usr/local/lib /run /etc; do
+	for f in "$dir"/modules-load.d/*.conf; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		modules_load[$(basename "$f")]=$f
+	done
+done
+for name in $(printf '%s\n' "${!modules_load[@]}" | sort); do
+	f=${modules_load[$name]}
+	[ "$(readlink -f "$f")" = /dev/null ] && continue
+	for m in $(sed -e 's/[#;].*//' "$f"); do
+		if modprobe "$m" 2>>/run/tlbb/modules-load.log; then
+			step "modules-load.d: $m"
+		else
+			echo "tlbb-node: modules-load.d: modprobe $m failed" \
+				>/dev/console
+		fi
+	done
+done
+
 if [ -n "$TLBB_KO" ]; then
 	# shellcheck disable=SC2086
 	insmod "$TLBB_KO" $TLBB_KO_PARAMS ||
@@ -112,8 +160,23 @@ if [ "$TLBB_LIBVIRT" = 1 ]; then
 	# (domains, networks, hooks) leaks into the node.
 	# Fresh tmpfs mounts rather than rm: the lower layer is the host's
 	# live libvirt state, read over 9p.
-	for d in /etc/libvirt /var/lib/libvirt /var/cache/libvirt \
-		/var/log/libvirt; do
+	# On a persistent root (TLBB_PERSIST=1, a disk under the overlay) the
+	# configuration and the domains are the node's own and survive a
+	# reboot: emptied once, at the first boot on that disk (the overlay
+	# then hides the host's directories: whiteouts, opaque directories),
+	# kept after.
+	fresh="/etc/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt"
+	if [ "${TLBB_PERSIST:-0}" = 1 ]; then
+		fresh="/var/cache/libvirt /var/log/libvirt"
+		if [ ! -e /var/lib/tlbb-node/libvirt-own ]; then
+			rm -rf /etc/libvirt /var/lib/libvirt &&
+				mkdir -p /etc/libvirt /var/lib/libvirt \
+					/var/lib/tlbb-node &&
+				: >/var/lib/tlbb-node/libvirt-own ||
+				error "cannot empty /etc/libvirt, /var/lib/libvirt"
+		fi
+	fi
+	for d in $fresh; do
 		mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d" ||
 			error "cannot mount a tmpfs on $d"
 	done

@@ -53,10 +53,14 @@ CACHE = boot.default_cache()
 
 # Modules the initramfs needs to mount the 9p root with an overlay.
 INITRAMFS_MODULES = ('virtio_pci', '9pnet_virtio', '9p', 'overlay')
+# ... and with a disk (Node(disk=)): the overlay's upper layer on ext4 on
+# a virtio disk (crc32c: ext4's checksums, a soft dependency modules.dep
+# does not list).
+DISK_MODULES = ('virtio_blk', 'crc32c_generic', 'ext4')
 # What the node itself loads with modprobe (node-init.sh, libvirtd, QEMU,
 # tlbbalance.ko's dependencies): a module subset (module_subset()) holds
 # these and what they need.
-NODE_MODULES = INITRAMFS_MODULES + (
+NODE_MODULES = INITRAMFS_MODULES + DISK_MODULES + (
     'virtio_console', 'virtio_net', 'kvm_amd', 'configfs', 'tun',
     'vhost_net', 'loop', 'fuse', 'nbd', 'dm_mod')
 # A node whose kernel reports a CPU stuck this long is wedged (the
@@ -156,11 +160,13 @@ class Kernel(boot.Kernel):
             raise NodeError(str(e))
 
 
-def build_initramfs(kernel):
-    """busybox + the 9p/overlay modules + initramfs-init.sh, cached."""
+def build_initramfs(kernel, disk=False):
+    """busybox + the 9p/overlay modules (disk: and the virtio disk's and
+    ext4's) + initramfs-init.sh, cached."""
     with open(os.path.join(HERE, 'initramfs-init.sh'), 'rb') as f:
         init = f.read()
-    mods = kernel.module_deps(INITRAMFS_MODULES)
+    mods = kernel.module_deps(INITRAMFS_MODULES +
+                              (DISK_MODULES if disk else ()))
     try:
         busybox = kernel.busybox()
     except boot.BootError as e:
@@ -208,6 +214,16 @@ def module_subset(kernel, dest, names=NODE_MODULES):
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return tree
+
+
+def make_disk(path, size_mib=4096):
+    """A sparse raw image with an empty ext4 file system: the node's
+    persistent upper layer (Node(disk=))."""
+    with open(path, 'wb') as f:
+        f.truncate(size_mib << 20)
+    _run(['mkfs.ext4', '-q', '-F', '-L', 'tlbb-upper', path],
+         'mkfs.ext4 of %s' % path)
+    return path
 
 
 def build_module(kernel):
@@ -281,7 +297,7 @@ class Node:
                  hugepages=0, thp='always', keep=False, boot_timeout=600,
                  ssh_port=None, netns=None, hostname=None, shares=(),
                  libvirt_relay=None, hook_log=None, run_dir=None,
-                 own_session=False, moddir=None):
+                 own_session=False, disk=None, moddir=None):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -314,9 +330,19 @@ class Node:
         # signal to the launcher's process group (tools/cloud stops its
         # processes that way) must not end the node before poweroff().
         self.own_session = own_session
-        # moddir: None: the kernel cache's /lib/modules/<abi>; a path: that
-        # tree instead (a module_subset()); bind-mounted at
-        # /lib/modules/<abi> in the node either way.
+        # disk: a raw image with an ext4 file system (make_disk()) holding
+        # the overlay's upper layer instead of a tmpfs: what the node
+        # writes to its root survives a power-off, so a node booted again
+        # on the same disk (another kernel, too) is the same machine
+        # rebooted (LiveNode.reboot()). libvirt's configuration and
+        # domains (/etc/libvirt, /var/lib/libvirt) then persist as well.
+        self.disk = disk
+        # moddir: None: the kernel cache's /lib/modules/<abi>, bind-mounted
+        # at /lib/modules/<abi>; a path: that tree instead (a
+        # module_subset()), which on a disk is copied onto the root once
+        # (as a kernel package installs its modules) and stays there;
+        # '': the node's own /lib/modules/<abi>, already installed on its
+        # (persistent) root.
         self.moddir = moddir
         self.proc = None
         self.sock = None
@@ -330,7 +356,7 @@ class Node:
     def prepare(self):
         t0 = time.monotonic()
         self.kernel = Kernel(self.kernel_line)
-        self.initramfs = build_initramfs(self.kernel)
+        self.initramfs = build_initramfs(self.kernel, disk=bool(self.disk))
         self.ko = build_module(self.kernel) if self.module else ''
         self.hook_cmd = (hook_install_cmd(self.hook_log) or '') \
             if self.hook else ''
@@ -356,7 +382,9 @@ class Node:
         caps = os.path.join(CACHE, 'node', self.kernel.abi, 'capabilities')
         env = {
             'TLBB_REPO': REPO, 'TLBB_KVER': self.kernel.abi,
-            'TLBB_MODDIR': self.moddir or self.kernel.modules,
+            'TLBB_MODDIR': self.kernel.modules if self.moddir is None
+            else self.moddir,
+            'TLBB_PERSIST': '1' if self.disk else '0',
             'TLBB_KO': self.ko,
             'TLBB_KO_PARAMS': self.module_params if self.ko else '',
             'TLBB_LIBVIRT': '1' if self.libvirt else '0',
@@ -382,8 +410,9 @@ class Node:
         argv = boot.qemu_argv(
             self.kernel, self.initramfs, mem=self.mem_mb, smp=self.smp,
             accel=os.environ.get('TLBB_NODE_ACCEL', 'tcg'),
-            append='panic=-1 loglevel=4 %stlbb_repo=%s' % (
-                os.environ.get('TLBB_NODE_APPEND', '') + ' ', REPO),
+            append='panic=-1 loglevel=4 %stlbb_repo=%s%s' % (
+                os.environ.get('TLBB_NODE_APPEND', '') + ' ', REPO,
+                ' tlbb_upper=/dev/vda' if self.disk else ''),
             serial='file:' + self.console, extra=[
                 # A triple fault or a guest error ends the node without a
                 # word on its console: QEMU's own log says which it was.
@@ -398,6 +427,12 @@ class Node:
                             % sock_path,
                 '-device', 'virtserialport,chardev=agent,name=tlbb.agent',
             ])
+        if self.disk:
+            # cache=unsafe: a test's disk; the node syncs before its
+            # power-off and QEMU's writes reach the file all the same
+            argv += ['-drive', 'file=%s,if=none,id=upper,format=raw,'
+                     'cache=unsafe' % self.disk,
+                     '-device', 'virtio-blk-pci,drive=upper']
         for i, (host_path, _) in enumerate(self.shares):
             argv += ['-virtfs', 'local,path=%s,mount_tag=tlbbshare%d,'
                      'security_model=none,multidevs=remap' % (host_path, i)]

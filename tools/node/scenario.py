@@ -266,6 +266,35 @@ def module_status(node, vm):
     return out
 
 
+# flavor keys (tlbbalance:<key>) that are no module parameter: not in a
+# VM's status
+NOT_MODULE = ('mode', 'backing', 'prefault')
+
+
+def registrations(node, vms):
+    """{vm: {pid, mode, and each module parameter its flavor keys set}}
+    as the module holds them (None: not registered); vms: {vm: {key:
+    value}}, the flavor keys each VM was started with."""
+    out = {}
+    for vm, specs in vms.items():
+        st = module_status(node, vm)
+        keys = ['pid', 'mode'] + [k for k in specs if k not in NOT_MODULE]
+        out[vm] = st and {k: st.get(k) for k in keys}
+    return out
+
+
+def check_registered(reg, vms, pids):
+    """reg (registrations()) holds each VM of vms with its QEMU pid (pids)
+    and the values of its flavor keys."""
+    for vm, specs in vms.items():
+        assert reg[vm] is not None, '%s not registered by the hook' % vm
+        assert reg[vm]['pid'] == str(pids[vm]), reg
+        assert reg[vm]['mode'] == specs['mode'], reg
+        for k, v in specs.items():
+            if k not in NOT_MODULE:
+                assert reg[vm][k] == v, (vm, k, reg[vm])
+
+
 def inject(node, vm, huge_per_s, small_per_s):
     """Feed constant refill rates; returns the node's clock (time.time())
     when it was done, to mark phases on the samples' time line."""
