@@ -148,4 +148,7 @@ def test_d3_dkms_mode_refused_while_the_package_is_installed(fleet, deb):
     status = node.check('dkms status -m tlbbalance')
     assert re.findall(r'^tlbbalance/([^,]+),', status, re.M) == [BASE], \
         status
+    # the tarball the refused run copied is not left in /usr/src
+    assert node.check('ls -d /usr/src/tlbbalance*; true').split() == [
+        '/usr/src/tlbbalance-%s' % BASE]
     tr.vms_unchanged(node)

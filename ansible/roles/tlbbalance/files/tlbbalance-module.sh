@@ -146,6 +146,12 @@ dkms | prebuilt)
 	# tlbbalance-deb.sh counts it
 	if dpkg-query -W -f '${db:Status-Abbrev}' tlbbalance-dkms 2>/dev/null |
 		grep -q '^.[iUFHtW]'; then
+		# the source tarball this run copied for the dkms mode is of
+		# no use on this node: not left in /usr/src
+		case $mode:$check:$src in
+		dkms:0:/usr/src/tlbbalance-*.tar.gz)
+			rm -f "$src" || die "cannot remove $src" ;;
+		esac
 		die "tlbbalance-dkms (the Debian package) is installed, and its" \
 		    "maintainer scripts manage tlbbalance.ko: set" \
 		    "tlbbalance_module_install: deb, or remove the package first" \
