@@ -230,6 +230,8 @@ def test_5_purge_on_the_next_kernel(node):
                      'tlbbalance-dkms 2>&1', timeout=900)
     took('apt-get purge tlbbalance-dkms', time.monotonic() - t0)
     assert loaded(node) == '', out[-3000:]
+    assert 'released 2 VM(s) (left running); tlbbalance %s unloaded' \
+        % STATE['version'] in out, out[-3000:]
     for vm, pid in STATE['pids'].items():
         assert scenario.qemu_pid(node, vm) == pid, vm
         assert node.check('virsh domstate %s' % vm).strip() == 'running'
