@@ -465,20 +465,11 @@ def test_3b_managed_vms_running(fleet, rollout):
     """Two managed VMs started through the hook the role installed."""
     assert STATE['drift run'].rc == 0, 'the drift run failed'
     node = fleet.node
-    payload = nodelib.build_payload()
-    for vm, specs in VMS.items():
-        # Each guest writes all its RAM once and halts (cli; hlt, no
-        # timer: pause_ms=0): its RAM stays mapped and THP-backed, its
-        # QEMU process runs on, and the node's two emulated CPUs are
-        # left to the DKMS build of stage 5 (with guests sweeping their
-        # RAM for ever it took 485 s where N-1's took 343 s at the same
-        # load). The hold on upg-b comes from the injection backend, not
-        # from guest activity.
-        scenario.start_vm(node, vm, payload, specs=specs, mem_mib=VM_MIB,
-                          pattern='once pause_ms=0')
-    for vm in VMS:
-        scenario.wait_payload(node, vm, timeout=300)
-    STATE['pids'] = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
+    # their RAM written once, then halted: the node's CPUs are left to
+    # the DKMS build of stage 5; the hold on upg-b comes from the
+    # injection backend, not from guest activity
+    STATE['pids'] = scenario.start_idle_vms(node, VMS,
+                                            nodelib.build_payload(), VM_MIB)
     reg = registrations(node)
     scenario.check_registered(reg, VMS, STATE['pids'])
     STATE['registered'] = reg

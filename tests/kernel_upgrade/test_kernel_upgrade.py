@@ -130,15 +130,10 @@ def test_1_package_installed(node, deb, kernels):
 
 def test_2_vms_registered(node):
     step_ran('version')
-    payload = nodelib.build_payload()
-    for vm, specs in VMS.items():
-        # each guest writes its RAM once and halts (cli; hlt): its QEMU
-        # runs on, and the node's CPUs are left to the DKMS build
-        scenario.start_vm(node, vm, payload, specs=specs, mem_mib=VM_MIB,
-                          pattern='once pause_ms=0')
-    for vm in VMS:
-        scenario.wait_payload(node, vm, timeout=300)
-    pids = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
+    # their RAM written once, then halted: the node's CPUs are left to
+    # the DKMS build
+    pids = scenario.start_idle_vms(node, VMS, nodelib.build_payload(),
+                                   VM_MIB)
     reg = registrations(node)
     scenario.check_registered(reg, VMS, pids)
     STATE.update(pids=pids, registered=reg)
