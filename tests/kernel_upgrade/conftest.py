@@ -36,6 +36,7 @@ LOG_DIR = os.path.join(REPO, 'out', 'test-logs')
 KERNEL = '6.1'
 NEXT_KERNEL = '6.12'
 TIMINGS = {}
+SESSION = {}
 _T0 = time.monotonic()
 
 
@@ -74,6 +75,7 @@ def node(run_dir, deb):
                       module=False, disk=disk,
                       moddir=nodelib.module_subset(
                           kernel, os.path.join(run_dir, 'modules')))
+    SESSION['node'] = n
     secs, _ = n.boot()
     TIMINGS['node start-up (%s)' % KERNEL] = secs
     try:
@@ -96,7 +98,19 @@ def timings():
     return TIMINGS
 
 
+@pytest.fixture(autouse=True)
+def _node_alive(request):
+    """Before each test that uses the node: boot it again if it died
+    (an emulator failure, docs/node.md "When the emulator fails"; the
+    test that saw it runs once more, tox.ini). On its disk, so what the
+    tests did before is there: the same machine after a crash."""
+    if 'node' in request.fixturenames and SESSION.get('node'):
+        SESSION['node'].revive()
+
+
 def pytest_terminal_summary(terminalreporter):
+    if SESSION.get('node'):
+        SESSION['node'].report(terminalreporter)
     TIMINGS['kernel-upgrade in all'] = time.monotonic() - _T0
     terminalreporter.write_sep('-', 'kernel-upgrade timings')
     for what, secs in TIMINGS.items():

@@ -87,6 +87,24 @@ def vms_unchanged(node):
     assert registrations(node) == STATE['registered']
 
 
+def vms_running(node):
+    """The VMs of test_2 running and registered: started again (with
+    STATE updated) when the node was booted again since (a crash; the
+    test runs once more on the same disk)."""
+    if STATE.get('gen') == node.generation:
+        return
+    for vm in VMS:
+        if node.check('virsh domstate %s' % vm).strip() != 'running':
+            node.check('virsh -q start %s' % vm, timeout=180)
+    reg = wait_registered(node, 'both VMs registered on the node booted '
+                          'again')
+    pids = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
+    scenario.check_registered(reg, VMS, pids)
+    for vm in VMS:
+        scenario.wait_payload(node, vm, timeout=300)
+    STATE.update(pids=pids, registered=reg, gen=node.generation)
+
+
 def step_ran(name):
     if name not in STATE:
         pytest.fail('an earlier step failed: no %s' % name)
@@ -107,6 +125,9 @@ def test_1_package_installed(node, deb, kernels):
     # the running kernel's headers, as linux-headers-<abi> installs them
     # (the kernel cache's extracted tree)
     node.check('ln -sfn %s /lib/modules/%s/build' % (kernel.headers, abi))
+    # what an operator runs first after a crash (a rerun); nothing to do
+    # otherwise
+    node.check('dpkg --configure -a', timeout=900)
     node.write_file('/etc/modprobe.d/tlbbalance.conf', MODPROBE_CONF)
     node.write_file('/etc/default/tlbbalance',
                     'TLBBALANCE_PYTHON=/usr/bin/python3\n')
@@ -136,7 +157,7 @@ def test_2_vms_registered(node):
                                    VM_MIB)
     reg = registrations(node)
     scenario.check_registered(reg, VMS, pids)
-    STATE.update(pids=pids, registered=reg)
+    STATE.update(pids=pids, registered=reg, gen=node.generation)
 
 
 def test_3_next_kernel_installed(node, run_dir, kernels):
@@ -144,6 +165,7 @@ def test_3_next_kernel_installed(node, run_dir, kernels):
     headers' postinst DKMS hook: the module built for 6.12 before any
     reboot, signed with the same key; nothing running touched."""
     step_ran('registered')
+    vms_running(node)
     new = nodelib.Kernel(kernels[1])
     t0 = time.monotonic()
     subset = nodelib.module_subset(new, os.path.join(run_dir, 'modules'))
@@ -208,7 +230,7 @@ def test_4_reboot_into_the_next_kernel(node, kernels):
         scenario.wait_payload(node, vm, timeout=300)
     print('QEMU pids before the reboot %s, after %s'
           % (STATE['pids'], pids))
-    STATE.update(pids=pids, registered=reg)
+    STATE.update(pids=pids, registered=reg, gen=node.generation)
     out = node.check('tlbbalance reconcile')
     assert re.search(r'^0 changed, 0 error\(s\), 2 already right$', out,
                      re.M), out
@@ -220,6 +242,8 @@ def test_5_purge_on_the_next_kernel(node):
     released and run on; the module is unloaded; DKMS's builds for both
     kernels, the source and the load-at-boot entry are gone."""
     step_ran('rebooted')
+    vms_running(node)
+    node.check('dpkg --configure -a', timeout=900)
     t0 = time.monotonic()
     out = node.check('DEBIAN_FRONTEND=noninteractive apt-get purge -y -q '
                      'tlbbalance-dkms 2>&1', timeout=900)

@@ -104,3 +104,21 @@ def test_a_node_dead_before_the_command_raises_node_died(quiet_node):
     with pytest.raises(nodelib.NodeDied, match='before a command could '
                        'be sent'):
         n.run('true', timeout=1)
+
+
+def test_no_answer_past_the_commands_limit_is_a_hung_node(quiet_node,
+                                                          monkeypatch):
+    """The agent answers a command that outlives its limit (timed_out);
+    nothing at all GRACE_S later is a hung node (the lanes trial of
+    2026-11-28: `virsh start` under load, no console line for 210 s, no
+    soft lockup printed): stopped and reported as dead, like a wedge."""
+    monkeypatch.setattr(nodelib, 'GRACE_S', 0.5)
+    n = quiet_node
+    with pytest.raises(nodelib.NodeDied) as e:
+        n.run('virsh -q start vm', timeout=0)
+    msg = str(e.value)
+    assert msg.startswith('node hung: its agent answered nothing in 0 s'), \
+        msg
+    assert '--- node console' in msg, msg
+    assert n.proc.poll() is not None, 'QEMU was left running'
+    assert not n.alive()

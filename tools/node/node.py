@@ -63,6 +63,9 @@ DISK_MODULES = ('virtio_blk', 'crc32c_generic', 'ext4')
 NODE_MODULES = INITRAMFS_MODULES + DISK_MODULES + (
     'virtio_console', 'virtio_net', 'kvm_amd', 'configfs', 'tun',
     'vhost_net', 'loop', 'fuse', 'nbd', 'dm_mod')
+# The agent answers a command that outlives its limit with timed_out; no
+# answer this long after that limit means the node is hung (run()).
+GRACE_S = 30
 # A node whose kernel reports a CPU stuck this long is wedged (the
 # emulator's failure, docs/node.md): looked for every WEDGE_LOOK_S while
 # a command waits for its answer.
@@ -520,15 +523,26 @@ class Node:
                 return m.group(0)
         return None
 
-    def _recv(self, timeout):
+    def _recv(self, timeout, hung_is_dead=False):
+        """The agent's next answer. hung_is_dead: no answer in timeout
+        means the node is hung (run(): the agent answers a command that
+        outlives its own limit with timed_out, GRACE_S before this
+        timeout): QEMU is stopped and NodeDied raised, as for a wedge."""
         deadline = time.monotonic() + timeout
         since = self._console_size()
         look = time.monotonic() + WEDGE_LOOK_S
         while b'\n' not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
+                tail = self.console_tail()
+                if hung_is_dead:
+                    self._kill()
+                    raise NodeDied(
+                        'node hung: its agent answered nothing in %d s, '
+                        'past the command\'s own limit; QEMU stopped\n%s'
+                        % (timeout, tail))
                 raise NodeError('no answer from the node in %d s\n%s' % (
-                    timeout, self.console_tail()))
+                    timeout, tail))
             self.sock.settimeout(min(left, 1.0))
             try:
                 chunk = self.sock.recv(1 << 20)
@@ -618,7 +632,7 @@ class Node:
         else:
             req['argv'] = list(cmd)
         rid = self._send(req)
-        reply = self._recv(timeout + 30)
+        reply = self._recv(timeout + GRACE_S, hung_is_dead=True)
         if reply.get('id') != rid:
             raise NodeError('agent answered %r to request %d'
                             % (reply.get('id'), rid))
