@@ -67,3 +67,27 @@ def test_per_boot_makes_again_on_the_node_that_replaced_a_dead_one(
     assert made == StandInNode.booted
     # Keys are separate.
     assert ln.per_boot('other', lambda: 7) == 7
+
+
+def test_a_dead_nodes_logs_are_kept_and_its_run_dir_removed(
+        monkeypatch, tmp_path):
+    """Node keeps a killed node's run dir in /tmp (for a node run by
+    hand); a session copies its console and QEMU log to its log dir and
+    removes the run dir, so that nothing of it stays behind (the lanes
+    trial of 2026-11-28 left one)."""
+    monkeypatch.setattr(live.nodelib, 'Node', StandInNode)
+    StandInNode.booted = []
+    ln = live.LiveNode(str(tmp_path / 'logs'), 'unit')
+    ln.boot()
+    dead = ln.current
+    dead.run_dir = str(tmp_path / 'tlbb-node-x')
+    os.makedirs(dead.run_dir)
+    dead.console = os.path.join(dead.run_dir, 'console.log')
+    with open(dead.console, 'w') as f:
+        f.write('tlbb-agent: run 14: virsh -q start vm\n')
+    dead.keep = False
+    dead.up = False
+    ln.revive()
+    assert not os.path.exists(dead.run_dir)
+    with open(tmp_path / 'logs' / 'unit-crash1-console.log') as f:
+        assert 'run 14' in f.read()

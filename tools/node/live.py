@@ -46,6 +46,7 @@ class LiveNode:
                 break
             except nodelib.NodeError as e:
                 logs = self.keep_logs(n, '%s-boot%d' % (self.prefix, attempt))
+                self.drop_run_dir(n)
                 self.crashes.append('boot attempt %d failed: %s; logs: %s'
                                     % (attempt, str(e).splitlines()[0],
                                        ', '.join(logs)))
@@ -74,6 +75,7 @@ class LiveNode:
         dead = self.current
         k = len(self.crashes) + 1
         logs = self.keep_logs(dead, '%s-crash%d' % (self.prefix, k))
+        self.drop_run_dir(dead)
         self.crashes.append('node crash %d: QEMU exit %s; %s; logs: %s' % (
             k, dead.proc.returncode,
             dead.qemu_events().strip().replace('\n', ' | ')[-300:]
@@ -107,6 +109,17 @@ class LiveNode:
         finally:
             if n.exit_status != 0:
                 self.keep_logs(n, self.prefix)
+                self.drop_run_dir(n)
+
+    @staticmethod
+    def drop_run_dir(n):
+        """Remove a stopped node's run dir in /tmp once keep_logs() has
+        copied its logs (Node keeps it after a kill, for a node run by
+        hand): a session leaves nothing behind."""
+        if n.alive():
+            n._kill()
+        if getattr(n, 'run_dir', None) and not n.keep:
+            shutil.rmtree(n.run_dir, ignore_errors=True)
 
     def keep_logs(self, n, name):
         """Copy a node's console and QEMU log into log_dir."""
