@@ -11,10 +11,12 @@ the Debian packages of tools/ci/system-packages.txt (nothing here is
 mocked: without them the session fails, it does not skip).
 
 The run directory (the disk image, the .deb) is removed at the end
-whatever happened; the node's console and QEMU logs of a failed run are
-kept in out/test-logs (tools/node/live.py).
+whatever happened (one a killed session left: at the start); the node's
+console and QEMU logs of a failed run are kept in out/test-logs
+(tools/node/live.py).
 """
 
+import glob
 import os
 import shutil
 import subprocess
@@ -44,9 +46,13 @@ _T0 = time.monotonic()
 def run_dir():
     """Under out/ (the node sees this machine's root over 9p, not its
     private /tmp); removed at the end, passed or not."""
-    os.makedirs(os.path.join(REPO, 'out'), exist_ok=True)
-    d = tempfile.mkdtemp(prefix='kernel-upgrade-',
-                         dir=os.path.join(REPO, 'out'))
+    out = os.path.join(REPO, 'out')
+    os.makedirs(out, exist_ok=True)
+    # a session killed by CI's limit (SIGTERM: no finalizer runs) left
+    # its run dir, the disk image in it: gone before this one starts
+    for old in glob.glob(os.path.join(out, 'kernel-upgrade-*')):
+        shutil.rmtree(old, ignore_errors=True)
+    d = tempfile.mkdtemp(prefix='kernel-upgrade-', dir=out)
     yield d
     shutil.rmtree(d, ignore_errors=True)
 

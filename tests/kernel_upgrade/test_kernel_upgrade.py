@@ -51,6 +51,10 @@ VMS = {'kup-a': {'mode': 'monitor', 'backing': 'thp', 'samples': '6',
        'kup-b': {'mode': 'balance', 'backing': 'thp', 'sustain_ms': '1000',
                  'step_pages': '8', 'floor_pages': '8', 'prefault': 'true'}}
 VM_MIB = 64
+# a DKMS build's bound: 257 s alone, 665 s beside the ansible suite's
+# builds; a hang is found this (plus 30 s) after it began, and the rerun
+# then fits CI's limit for the suite (tools/ci/run-tests.sh)
+BUILD_S = 1000
 STATE = {}
 
 
@@ -133,7 +137,7 @@ def test_1_package_installed(node, deb, kernels):
                     'TLBBALANCE_PYTHON=/usr/bin/python3\n')
     t0 = time.monotonic()
     out = node.check('DEBIAN_FRONTEND=noninteractive apt-get install -y -q '
-                     '%s 2>&1' % deb, timeout=1800)
+                     '%s 2>&1' % deb, timeout=BUILD_S)
     took('apt-get install tlbbalance-dkms (DKMS build for %s)' % abi,
          time.monotonic() - t0)
     assert node.check("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "
@@ -178,7 +182,7 @@ def test_3_next_kernel_installed(node, run_dir, kernels):
          time.monotonic() - t0)
     t0 = time.monotonic()
     out = node.check('/etc/kernel/header_postinst.d/dkms %s 2>&1'
-                     % new.abi, timeout=1800)
+                     % new.abi, timeout=BUILD_S)
     took('headers postinst (DKMS autoinstall for %s)' % new.abi,
          time.monotonic() - t0)
     status = node.check('dkms status -m tlbbalance')
@@ -242,15 +246,27 @@ def test_5_purge_on_the_next_kernel(node):
     released and run on; the module is unloaded; DKMS's builds for both
     kernels, the source and the load-at-boot entry are gone."""
     step_ran('rebooted')
-    vms_running(node)
+    installed = node.run("dpkg-query -W -f '${db:Status-Abbrev}' "
+                         "tlbbalance-dkms").stdout.strip() == 'ii'
+    if installed:
+        vms_running(node)
+    else:
+        # a rerun after the node died during the purge: the module may be
+        # gone already, so the VMs are started but not registered; the
+        # purge is finished and its end state checked
+        for vm in VMS:
+            if node.check('virsh domstate %s' % vm).strip() != 'running':
+                node.check('virsh -q start %s' % vm, timeout=180)
+        STATE['pids'] = {vm: scenario.qemu_pid(node, vm) for vm in VMS}
     node.check('dpkg --configure -a', timeout=900)
     t0 = time.monotonic()
     out = node.check('DEBIAN_FRONTEND=noninteractive apt-get purge -y -q '
                      'tlbbalance-dkms 2>&1', timeout=900)
     took('apt-get purge tlbbalance-dkms', time.monotonic() - t0)
     assert loaded(node) == '', out[-3000:]
-    assert 'released 2 VM(s) (left running); tlbbalance %s unloaded' \
-        % STATE['version'] in out, out[-3000:]
+    if installed:
+        assert 'released 2 VM(s) (left running); tlbbalance %s unloaded' \
+            % STATE['version'] in out, out[-3000:]
     for vm, pid in STATE['pids'].items():
         assert scenario.qemu_pid(node, vm) == pid, vm
         assert node.check('virsh domstate %s' % vm).strip() == 'running'

@@ -122,3 +122,31 @@ def test_no_answer_past_the_commands_limit_is_a_hung_node(quiet_node,
     assert '--- node console' in msg, msg
     assert n.proc.poll() is not None, 'QEMU was left running'
     assert not n.alive()
+
+
+def test_a_hung_node_with_a_kernel_report_is_a_failure(quiet_node,
+                                                       monkeypatch):
+    """A hang the kernel explains (a task blocked in it: a module's
+    deadlock) is not an emulator failure: QEMU is stopped and the test
+    fails (NodeError, no rerun)."""
+    monkeypatch.setattr(nodelib, 'GRACE_S', 0.5)
+    n = quiet_node
+    threading.Timer(0.1, add, (n, '[  250.1] INFO: task cat:412 blocked for '
+                                  'more than 120 seconds.\n')).start()
+    with pytest.raises(nodelib.NodeError) as e:
+        n.run('cat /sys/kernel/config/tlbbalance/vms/a/status', timeout=0)
+    assert not isinstance(e.value, nodelib.NodeDied), e.value
+    assert 'node hung with a kernel report ([  250.1] INFO: task cat:412' \
+        in str(e.value), e.value
+    assert not n.alive()
+
+
+def test_an_answer_still_arriving_is_not_a_hang(quiet_node, monkeypatch):
+    """Part of an answer came: a slow node, not a hung one."""
+    monkeypatch.setattr(nodelib, 'GRACE_S', 0.5)
+    n = quiet_node
+    n._buf = b'{"id": 1, "rc": 0, "stdout": "half'
+    with pytest.raises(nodelib.NodeError) as e:
+        n.run('true', timeout=0)
+    assert not isinstance(e.value, nodelib.NodeDied), e.value
+    assert n.alive()

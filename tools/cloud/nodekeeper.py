@@ -93,9 +93,12 @@ class Keeper:
                         'stderr': 'nodekeeper: the node of compute host %s '
                                   'is not running\n' % self.args.name}
             try:
+                # a late answer fails this command, as before; the
+                # compute host is not stopped for it (no rerun here)
                 res = self.node.run(req['argv'],
                                     timeout=int(req.get('timeout', 300)),
-                                    input=req.get('input', ''))
+                                    input=req.get('input', ''),
+                                    hung_is_dead=False)
             except nodelib.NodeError as e:
                 return {'rc': 125, 'stdout': '',
                         'stderr': 'nodekeeper: %s\n' % e}

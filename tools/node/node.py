@@ -66,6 +66,10 @@ NODE_MODULES = INITRAMFS_MODULES + DISK_MODULES + (
 # The agent answers a command that outlives its limit with timed_out; no
 # answer this long after that limit means the node is hung (run()).
 GRACE_S = 30
+# what the kernel prints for a bug of its own or of a module (the
+# agent's own console lines name commands, never these)
+KERNEL_BUG = re.compile(r'blocked for more than|BUG:|Oops|Call Trace|'
+                        r'WARNING:')
 # A node whose kernel reports a CPU stuck this long is wedged (the
 # emulator's failure, docs/node.md): looked for every WEDGE_LOOK_S while
 # a command waits for its answer.
@@ -523,6 +527,21 @@ class Node:
                 return m.group(0)
         return None
 
+    def kernel_bug(self, since=0):
+        """The first line after console offset ``since`` where the kernel
+        reports a bug (a blocked task, an Oops, a warning; a soft lockup,
+        what a starved emulator causes, is not one), or None."""
+        try:
+            with open(self.console, 'rb') as f:
+                f.seek(since)
+                text = f.read().decode(errors='replace')
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if KERNEL_BUG.search(line) and 'soft lockup' not in line:
+                return line.strip()
+        return None
+
     def _recv(self, timeout, hung_is_dead=False):
         """The agent's next answer. hung_is_dead: no answer in timeout
         means the node is hung (run(): the agent answers a command that
@@ -535,8 +554,17 @@ class Node:
             left = deadline - time.monotonic()
             if left <= 0:
                 tail = self.console_tail()
-                if hung_is_dead:
+                # nothing of an answer yet (one still arriving is a slow
+                # node, not a hung one)
+                if hung_is_dead and not self._buf:
                     self._kill()
+                    bug = self.kernel_bug(since)
+                    if bug:
+                        # the kernel's own word on a bug (a task blocked
+                        # in it, an Oops): a failure, not a rerun
+                        raise NodeError(
+                            'node hung with a kernel report (%s); QEMU '
+                            'stopped\n%s' % (bug, tail))
                     raise NodeDied(
                         'node hung: its agent answered nothing in %d s, '
                         'past the command\'s own limit; QEMU stopped\n%s'
@@ -624,15 +652,17 @@ class Node:
             len(text), lines, '\n'.join(text[-lines:]))
 
     # -- commands
-    def run(self, cmd, timeout=300, input=''):
-        """Run cmd in the node (a string: through bash; a list: argv)."""
+    def run(self, cmd, timeout=300, input='', hung_is_dead=True):
+        """Run cmd in the node (a string: through bash; a list: argv).
+        hung_is_dead: no answer GRACE_S past timeout stops the node and
+        raises NodeDied (False: NodeError, the node left running)."""
         req = {'op': 'run', 'timeout': timeout, 'input': input}
         if isinstance(cmd, str):
             req['sh'] = cmd
         else:
             req['argv'] = list(cmd)
         rid = self._send(req)
-        reply = self._recv(timeout + GRACE_S, hung_is_dead=True)
+        reply = self._recv(timeout + GRACE_S, hung_is_dead=hung_is_dead)
         if reply.get('id') != rid:
             raise NodeError('agent answered %r to request %d'
                             % (reply.get('id'), rid))
