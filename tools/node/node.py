@@ -511,18 +511,21 @@ class Node:
         except OSError:
             return 0
 
+    def console_since(self, since=0):
+        """The console's text after offset ``since`` ('' if unreadable)."""
+        try:
+            with open(self.console, 'rb') as f:
+                f.seek(since)
+                return f.read().decode(errors='replace')
+        except OSError:
+            return ''
+
     def wedged(self, since=0):
         """The kernel's own word that the node is wedged: a soft lockup
         of WEDGED_S or more on its console after offset ``since`` (the
         line, or None). Shorter ones happen when the host starves the
         emulator of CPU, and pass."""
-        try:
-            with open(self.console, 'rb') as f:
-                f.seek(since)
-                text = f.read().decode(errors='replace')
-        except OSError:
-            return None
-        for m in SOFT_LOCKUP.finditer(text):
+        for m in SOFT_LOCKUP.finditer(self.console_since(since)):
             if int(m.group(1)) >= WEDGED_S:
                 return m.group(0)
         return None
@@ -531,13 +534,7 @@ class Node:
         """The first line after console offset ``since`` where the kernel
         reports a bug (a blocked task, an Oops, a warning; a soft lockup,
         what a starved emulator causes, is not one), or None."""
-        try:
-            with open(self.console, 'rb') as f:
-                f.seek(since)
-                text = f.read().decode(errors='replace')
-        except OSError:
-            return None
-        for line in text.splitlines():
+        for line in self.console_since(since).splitlines():
             if KERNEL_BUG.search(line) and 'soft lockup' not in line:
                 return line.strip()
         return None
