@@ -178,17 +178,28 @@ def serve_in_child(srv, poller, uid, gid, started):
             holder = {'snap': None}
             srv.snapshot = lambda: holder['snap']
 
-            def read():
-                with os.fdopen(rfd, 'rb') as f:
-                    while True:
-                        snap = exporter.Snapshot.read_from(f)
-                        if snap is None:
-                            break
-                        holder['snap'] = snap
-                os.kill(os.getpid(), signal.SIGTERM)     # parent gone
-            threading.Thread(target=read, daemon=True).start()
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
-            asyncio.run(srv.serve(started))
+            async def serve():
+                # Both ends go through the loop itself: SIGTERM through
+                # its signal handler (a wakeup fd, so a signal caught by
+                # the reader thread still wakes a loop idle in epoll),
+                # the parent's end (EOF) through call_soon_threadsafe.
+                loop = asyncio.get_running_loop()
+                loop.add_signal_handler(signal.SIGTERM, srv.close)
+
+                def read():
+                    with os.fdopen(rfd, 'rb') as f:
+                        while True:
+                            snap = exporter.Snapshot.read_from(f)
+                            if snap is None:
+                                break
+                            holder['snap'] = snap
+                    try:
+                        loop.call_soon_threadsafe(srv.close)  # parent gone
+                    except RuntimeError:    # the loop ended first
+                        pass
+                threading.Thread(target=read, daemon=True).start()
+                await srv.serve(started)
+            asyncio.run(serve())
         except KeyboardInterrupt:
             pass
         except BaseException as exc:    # noqa: B902 - say it, then exit

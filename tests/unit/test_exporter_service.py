@@ -12,6 +12,7 @@ basic authentication and the CLI run for real (sockets on loopback, the
 """
 
 import base64
+import contextlib
 import datetime
 import gzip
 import http.client
@@ -19,6 +20,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -603,11 +605,16 @@ def test_http_served_by_an_unprivileged_child():
     and libvirt's socket). Ending the parent ends the child."""
     assert os.geteuid() == 0, 'run as root, as the project tests do'
     env = dict(os.environ, PYTHONPATH=TOP)
+    # -X faulthandler: a process that does not end is sent SIGABRT below
+    # and says where each of its threads waits.
     p = subprocess.Popen(
-        [sys.executable, '-m', 'nova_tlbbalance', 'exporter', '--port', '0',
+        [sys.executable, '-X', 'faulthandler', '-m', 'nova_tlbbalance',
+         'exporter', '--port', '0',
          '--user', 'nobody', '--interval', '0.2',
          '--uri', 'qemu+unix:///system?socket=/nonexistent'],
         stderr=subprocess.PIPE, text=True, env=env)
+    kids = []
+    rest = []
     try:
         # The collector may log first (e.g. that libvirt-python cannot be
         # imported, in an environment without it): read up to the line
@@ -622,6 +629,11 @@ def test_http_served_by_an_unprivileged_child():
             m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served '
                           r'as nobody\)', line)
         assert m, ''.join(seen)
+        # The collector says on stderr at each collection that libvirt is
+        # unreachable: read on, so that no write waits on a full pipe.
+        drain = threading.Thread(target=lambda: rest.extend(p.stderr),
+                                 daemon=True)
+        drain.start()
         c = http.client.HTTPConnection(m.group(1), int(m.group(2)),
                                        timeout=10)
 
@@ -645,6 +657,17 @@ def test_http_served_by_an_unprivileged_child():
         assert uid(kids[0]) == {65534} and uid(p.pid) == {0}
     finally:
         p.terminate()
-        p.wait(10)
+        try:
+            # Both end within a second here; 30 s: a loaded machine.
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            for pid in [p.pid] + kids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGABRT)
+            p.wait(10)
+            time.sleep(1)
+            pytest.fail('the exporter did not end 30 s after SIGTERM; '
+                        'its threads when sent SIGABRT:\n%s'
+                        % ''.join(rest[-200:]))
     wait_until('the server child gone',
                lambda: not os.path.exists('/proc/%d' % kids[0]), 10, 0.05)
