@@ -25,12 +25,12 @@ top=$PWD
 # suites and the suites that boot one node each (e2e, kernel-upgrade,
 # tempest) (docs/ansible.md, "CI's time"). At most two emulated nodes run
 # at once: three starve each other.
-envs=${TLBB_ENVS:-"pep8 docs ansible-lint kmod-arm64+kmod,sim,py3,packaging,deb,distro,kolla integration,ansible+functional,functional-nova31,e2e,kernel-upgrade,tempest"}
+envs=${TLBB_ENVS:-"pep8 docs ansible-lint kmod-arm64,kernel-upgrade+kmod,sim,py3,packaging,deb,distro,kolla integration,ansible+functional,functional-nova31,e2e,tempest"}
 # The in-kernel suite under the debug kernel (KASAN, lockdep, DEBUG_VM):
 # run for every change to kernel-module/, not for every run, as its kernel
 # build from an empty cache does not fit the budget (docs/kernel-tests.md).
 if [ -z "${TLBB_ENVS:-}" ] && tools/ci/want-kmod-debug.sh; then
-	envs="${envs/kmod-arm64+/kmod-debug kmod-arm64+}"
+	envs="${envs/kmod-arm64,/kmod-debug kmod-arm64,}"
 fi
 logdir=${TLBB_LOGDIR:-$top/out/test-logs}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/nova-tlbbalance
