@@ -78,9 +78,8 @@ def node(run_dir, deb):
     disk = nodelib.make_disk(os.path.join(run_dir, 'disk.img'))
     kernel = nodelib.Kernel(KERNEL)
     # One vCPU ($TLBB_NODE_SMP overrides): in CI the suite runs after
-    # kmod-arm64 (one host thread) in a lane beside the single-process
-    # suites, and a node with two would take the other lane's core
-    # (tools/ci/run-tests.sh).
+    # kmod in a lane beside kmod-arm64 (one host thread), and a node
+    # with two would take that lane's core (tools/ci/run-tests.sh).
     n = live.LiveNode(LOG_DIR, 'kernel-upgrade-node', kernel=KERNEL,
                       smp=int(os.environ.get('TLBB_NODE_SMP') or 1),
                       module=False, disk=disk,
