@@ -150,3 +150,10 @@ def test_an_answer_still_arriving_is_not_a_hang(quiet_node, monkeypatch):
         n.run('true', timeout=0)
     assert not isinstance(e.value, nodelib.NodeDied), e.value
     assert n.alive()
+
+
+def test_own_modules_need_a_disk():
+    """moddir='' means the node's own /lib/modules on its persistent root:
+    without a disk there is none, and the node says so before booting."""
+    with pytest.raises(ValueError, match="moddir=''.*no disk"):
+        nodelib.Node(moddir='')

@@ -350,6 +350,9 @@ class Node:
         # (as a kernel package installs its modules) and stays there;
         # '': the node's own /lib/modules/<abi>, already installed on its
         # (persistent) root.
+        if moddir == '' and not disk:
+            raise ValueError("Node(moddir=''): the node's own /lib/modules "
+                             "is on a disk's root; no disk was given")
         self.moddir = moddir
         self.proc = None
         self.sock = None
