@@ -77,11 +77,7 @@ def deb(run_dir):
 def node(run_dir, deb):
     disk = nodelib.make_disk(os.path.join(run_dir, 'disk.img'))
     kernel = nodelib.Kernel(KERNEL)
-    # One vCPU ($TLBB_NODE_SMP overrides): in CI the suite runs after
-    # kmod in a lane beside kmod-arm64 (one host thread), and a node
-    # with two would take that lane's core (tools/ci/run-tests.sh).
     n = live.LiveNode(LOG_DIR, 'kernel-upgrade-node', kernel=KERNEL,
-                      smp=int(os.environ.get('TLBB_NODE_SMP') or 1),
                       module=False, disk=disk,
                       moddir=nodelib.module_subset(
                           kernel, os.path.join(run_dir, 'modules')))
