@@ -215,14 +215,17 @@ def serve_in_child(srv, poller, uid, gid, started):
     try:
         while True:
             poller.step()
-            out.write(poller.snapshot.to_bytes())
-            out.flush()
+            try:
+                out.write(poller.snapshot.to_bytes())
+                out.flush()
+            except BrokenPipeError:     # the server's end is closed
+                return fail('the HTTP server process ended')
             done, _ = os.waitpid(pid, os.WNOHANG)
             if done:
                 return fail('the HTTP server process ended')
             if poller.wait():
                 break
-    except (KeyboardInterrupt, BrokenPipeError):
+    except KeyboardInterrupt:
         pass
     finally:
         try:

@@ -307,9 +307,11 @@ def test_module_reload_under_running_vms_then_reconcile(node, payload):
                 scenario.CONFIGFS, name)).split() == [
                     'idle', 'last', '0', 'committed']
         assert scenario.module_status(node, 'e2e-rec-b')['samples'] == '6'
-        # How long it took is printed above, not asserted: on a shared
-        # machine the load decides it (3.6-9.6 s in earlier runs, 10.4 s
-        # at load average 9); node.check's timeout bounds a hang.
+        # Not a performance goal (the load decides it: 3.6-9.6 s in
+        # earlier runs, 10.4 s at load average 9, 4.0 s alone): a bound
+        # three times the worst seen, past which reconcile is stuck on
+        # something (a domain's monitor, a configfs write), not slow.
+        assert took <= 30, 'reconcile took %.1f s' % took
         again = json.loads(node.check('tlbbalance reconcile --json',
                                       timeout=120))
         assert (again['changed'], again['errors']) == (0, 0), again

@@ -37,7 +37,7 @@ from nova_tlbbalance import exporter
 from nova_tlbbalance import exporter_http
 from nova_tlbbalance.probes import libvirt_conn
 from nova_tlbbalance.probes import vmreport
-from tlbbwait import wait_until
+from tlbbwait import WaitTimeout, wait_until
 
 import test_probes_vmreport as tp
 
@@ -599,43 +599,96 @@ def test_300_idle_connections_under_a_256_file_limit(tmp_path):
         err.close()
 
 
+class ServedAsNobody:
+    """``tlbbalance exporter --user nobody`` as a subprocess, libvirt
+    unreachable: the root collector (``proc``), its HTTP server child
+    (``child``) and where it listens (``host``, ``port``). Its stderr is
+    read on in a thread (the collector says at each collection that
+    libvirt is unreachable: no write waits on a full pipe); ``stop()``
+    ends it and fails the test, with where each thread waited, if it
+    does not end."""
+
+    def __init__(self):
+        assert os.geteuid() == 0, 'run as root, as the project tests do'
+        env = dict(os.environ, PYTHONPATH=TOP)
+        # -X faulthandler: a process that does not end is sent SIGABRT
+        # by stop() and says where each of its threads waits.
+        self.proc = subprocess.Popen(
+            [sys.executable, '-X', 'faulthandler', '-m', 'nova_tlbbalance',
+             'exporter', '--port', '0',
+             '--user', 'nobody', '--interval', '0.2',
+             '--uri', 'qemu+unix:///system?socket=/nonexistent'],
+            stderr=subprocess.PIPE, text=True, env=env)
+        self.err = []
+        self.child = None
+        self._drain = None
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self):
+        # The collector may log first (e.g. that libvirt-python cannot be
+        # imported, in an environment without it): read up to the line
+        # that says where the exporter listens (at most 20 lines).
+        m = None
+        while not m and len(self.err) < 20:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.err.append(line)
+            m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served '
+                          r'as nobody\)', line)
+        assert m, ''.join(self.err)
+        self.host, self.port = m.group(1), int(m.group(2))
+        self._drain = threading.Thread(
+            target=lambda: self.err.extend(self.proc.stderr), daemon=True)
+        self._drain.start()
+        pid = self.proc.pid
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as f:
+            kids = [int(k) for k in f.read().split()]
+        assert len(kids) == 1, kids
+        self.child = kids[0]
+
+    def stderr(self):
+        if self._drain is not None:
+            self._drain.join(5)
+        return ''.join(self.err[-200:])
+
+    def stop(self, sig=signal.SIGTERM, secs=30):
+        """Send sig to the collector (None: send nothing) and wait for
+        both processes; returns the collector's exit status."""
+        if sig is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            # Both end within a second here; 30 s: a loaded machine.
+            rc = self.proc.wait(secs)
+            wait_until('the server child gone',
+                       lambda: self.child is None
+                       or not os.path.exists('/proc/%d' % self.child),
+                       secs, 0.05)
+            return rc
+        except (subprocess.TimeoutExpired, WaitTimeout):
+            for pid in (self.proc.pid, self.child):
+                if pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+            self.proc.kill()
+            pytest.fail('the exporter did not end %d s after %s; its '
+                        'threads when sent SIGABRT:\n%s'
+                        % (secs, sig and sig.name, self.stderr()))
+
+
 def test_http_served_by_an_unprivileged_child():
     """--user: the process that parses requests from the network runs as
     that user; the collector stays root (it reads other users' /proc
     and libvirt's socket). Ending the parent ends the child."""
-    assert os.geteuid() == 0, 'run as root, as the project tests do'
-    env = dict(os.environ, PYTHONPATH=TOP)
-    # -X faulthandler: a process that does not end is sent SIGABRT below
-    # and says where each of its threads waits.
-    p = subprocess.Popen(
-        [sys.executable, '-X', 'faulthandler', '-m', 'nova_tlbbalance',
-         'exporter', '--port', '0',
-         '--user', 'nobody', '--interval', '0.2',
-         '--uri', 'qemu+unix:///system?socket=/nonexistent'],
-        stderr=subprocess.PIPE, text=True, env=env)
-    kids = []
-    rest = []
+    ex = ServedAsNobody()
     try:
-        # The collector may log first (e.g. that libvirt-python cannot be
-        # imported, in an environment without it): read up to the line
-        # that says where the exporter listens (at most 20 lines).
-        seen = []
-        m = None
-        while not m and len(seen) < 20:
-            line = p.stderr.readline()
-            if not line:
-                break
-            seen.append(line)
-            m = re.search(r'on http://([0-9.]+):([0-9]+)/metrics \(served '
-                          r'as nobody\)', line)
-        assert m, ''.join(seen)
-        # The collector says on stderr at each collection that libvirt is
-        # unreachable: read on, so that no write waits on a full pipe.
-        drain = threading.Thread(target=lambda: rest.extend(p.stderr),
-                                 daemon=True)
-        drain.start()
-        c = http.client.HTTPConnection(m.group(1), int(m.group(2)),
-                                       timeout=10)
+        c = http.client.HTTPConnection(ex.host, ex.port, timeout=10)
 
         def collections():
             c.request('GET', '/metrics')
@@ -646,28 +699,31 @@ def test_http_served_by_an_unprivileged_child():
         wait_until('two collections through the pipe', collections, 30,
                    0.1)
         c.close()
-        with open('/proc/%d/task/%d/children' % (p.pid, p.pid)) as f:
-            kids = [int(k) for k in f.read().split()]
-        assert len(kids) == 1, kids
 
         def uid(pid):
             with open('/proc/%d/status' % pid) as f:
                 line = [ln for ln in f if ln.startswith('Uid:')][0]
             return {int(u) for u in line.split()[1:]}
-        assert uid(kids[0]) == {65534} and uid(p.pid) == {0}
+        assert uid(ex.child) == {65534} and uid(ex.proc.pid) == {0}
     finally:
-        p.terminate()
-        try:
-            # Both end within a second here; 30 s: a loaded machine.
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            for pid in [p.pid] + kids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGABRT)
-            p.wait(10)
-            time.sleep(1)
-            pytest.fail('the exporter did not end 30 s after SIGTERM; '
-                        'its threads when sent SIGABRT:\n%s'
-                        % ''.join(rest[-200:]))
-    wait_until('the server child gone',
-               lambda: not os.path.exists('/proc/%d' % kids[0]), 10, 0.05)
+        ex.stop()
+
+
+def test_collector_killed_ends_the_server_child():
+    """The collector killed outright (no cleanup of its own): the child
+    reads the end of the pipe and closes its server through its event
+    loop (call_soon_threadsafe from the reader thread), then exits."""
+    ex = ServedAsNobody()
+    ex.stop(signal.SIGKILL)
+
+
+def test_server_child_terminated_ends_the_collector():
+    """The HTTP server child ends on its own (SIGTERM to it alone): the
+    collector sees it gone, whether first through a broken pipe or
+    through waitpid, says so and exits with status 2 rather than collect
+    for nobody (it used to take the broken pipe for a clean stop: 0)."""
+    ex = ServedAsNobody()
+    os.kill(ex.child, signal.SIGTERM)
+    rc = ex.stop(None)
+    assert rc == 2, (rc, ex.stderr())
+    assert 'the HTTP server process ended' in ex.stderr(), ex.stderr()
