@@ -14,7 +14,7 @@ d1. the role in deb mode installs tlbbalance-dkms 0.2.0 (make deb of the
     tree as that version, newer than the role's 0.1.1): DKMS builds it
     in the node, the postinst reloads under the running VMs (release,
     rmmod 0.1.1, modprobe 0.2.0, register again: same QEMU pids, the
-    same registrations, each VM's unmanaged window <= 10 s, recorded by
+    same registrations, each VM's unmanaged window printed and recorded by
     tlbbalance-dkms), with the Python the role wrote to
     /etc/default/tlbbalance; then the role hands over: the dkms mode's
     0.1.1 (DKMS build and source), its load-at-boot entry and roll-back

