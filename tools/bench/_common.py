@@ -17,27 +17,19 @@ from nova_tlbbalance import hostfacts  # noqa: E402
 from nova_tlbbalance.policy import Policy  # noqa: E402
 
 
-def tagged_xml(name, memory_mib, mode='monitor'):
-    """What the driver plugin would define: plain TCG guest + its XML code."""
+def tagged_xml(name, memory_mib, mode='monitor', prefault=None):
+    """What the driver plugin would define: plain TCG guest + its XML code.
+    prefault: the flavor's ``tlbbalance:prefault`` (None: the default)."""
     ncpu = os.cpu_count()
     plain = libvirthost.plain_domain(
         name, memory_mib=memory_mib, vcpus=2,
         pins={0: '0', 1: str(min(1, ncpu - 1))})
-    pol = Policy.from_extra_specs({'tlbbalance:mode': mode,
-                                   'tlbbalance:backing': 'thp'})
+    specs = {'tlbbalance:mode': mode, 'tlbbalance:backing': 'thp'}
+    if prefault is not None:
+        specs['tlbbalance:prefault'] = 'true' if prefault else 'false'
+    pol = Policy.from_extra_specs(specs)
     return guest_config.apply_to_domain_xml(
         plain, pol, huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
-
-
-def without_prefault(xml):
-    """The domain XML without ``<allocation mode='immediate'>``: guest RAM
-    faulted in on first touch instead of at QEMU's start."""
-    import re
-    out, n = re.subn(r"<allocation [^>]*/>", '', xml)
-    if n != 1:
-        raise ValueError('expected one <allocation/> in the XML, found %d'
-                         % n)
-    return out
 
 
 def fmt(values, unit='s', scale=1.0):
