@@ -42,3 +42,28 @@ def test_cloud_that_does_not_answer_is_named(tmp_path):
     assert p.returncode == 2
     assert 'Traceback' not in p.stderr
     assert 'no cloud answers at %s' % url in p.stderr
+
+
+def test_hook_records_are_this_runs_only(tmp_path):
+    """The bench reads each host's hook log from where it stood when the
+    run began: earlier boots' records and a torn line are left out."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import cloud_boot_time as cbt
+    finally:
+        sys.path.remove(os.path.dirname(SCRIPT))
+    log = tmp_path / 'hook.jsonl'
+    log.write_text(json.dumps({'phase': 'prepare', 'elapsed_ms': 999}) + '\n')
+    facts = {'hosts': [{'hook_log': str(log)},
+                       {'hook_log': str(tmp_path / 'not-yet.jsonl')}]}
+    offsets = cbt.hook_offsets(facts)
+    assert offsets == {str(log): log.stat().st_size,
+                       str(tmp_path / 'not-yet.jsonl'): 0}
+    with open(log, 'a') as f:
+        f.write(json.dumps({'phase': 'started', 'elapsed_ms': 40}) + '\n')
+        f.write('{"phase": "stopp')
+    (tmp_path / 'not-yet.jsonl').write_text(
+        json.dumps({'phase': 'prepare', 'elapsed_ms': 30}) + '\n')
+    recs = cbt.hook_records(offsets)
+    assert sorted((r['phase'], r['elapsed_ms']) for r in recs) == [
+        ('prepare', 30), ('started', 40)]

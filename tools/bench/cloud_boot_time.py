@@ -24,6 +24,12 @@ with other extra specs to the same rounds, e.g. where the time goes:
 ``--variant meta-only=tlbbalance:mode=monitor,tlbbalance:backing=none``
 (the plugin and the hook, no memory backing). Each is printed against
 the untagged flavor.
+
+Besides the medians it prints the per-round ratios and differences (each
+round's boots are side by side) and, from the compute hosts' hook logs
+(``hook_log`` in cloud.json), the hook's own records of this run's
+tagged boots: each phase's time in its process (``elapsed_ms``) and the
+share of it that is work, not imports (``work_ms``).
 """
 
 import argparse
@@ -85,6 +91,43 @@ def cloud_facts():
     return facts
 
 
+def hook_offsets(facts):
+    """{hook log: size now}: where this run's records begin."""
+    out = {}
+    for h in facts.get('hosts', []):
+        path = h.get('hook_log')
+        if path:
+            try:
+                out[path] = os.path.getsize(path)
+            except OSError:
+                out[path] = 0
+    return out
+
+
+def hook_records(offsets):
+    """The hook's JSON records appended since offsets (one per phase of
+    a tagged domain; untagged domains leave none)."""
+    recs = []
+    for path, start in offsets.items():
+        try:
+            with open(path, 'rb') as f:
+                f.seek(start)
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                recs.append(json.loads(line))
+            except ValueError:
+                pass
+    return recs
+
+
+def loadavg():
+    with open('/proc/loadavg') as f:
+        return ' '.join(f.read().split()[:3])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--rounds', type=int, default=8)
@@ -120,6 +163,8 @@ def main(argv=None):
                      {'extra_specs': specs}, headers=hdr)
         flavors[kind] = f['id']
     times = {k: [] for k, _ in kinds}
+    offsets = hook_offsets(facts)
+    print('load average at start: %s' % loadavg(), flush=True)
     try:
         for r in range(args.rounds):
             # each flavor first in turn, so none always follows another
@@ -145,6 +190,26 @@ def main(argv=None):
               % (kind, ','.join('%s=%s' % i for i in sorted(specs.items())),
                  med[kind], min(times[kind]),
                  med[kind] / med['untagged']))
+    print('per round, side by side (median over the rounds):')
+    for kind, _ in kinds[1:]:
+        pairs = list(zip(times[kind], times['untagged']))
+        print('  %-9s / untagged %.3f, minus untagged %+.3f s' % (
+            kind, statistics.median(a / b for a, b in pairs),
+            statistics.median(a - b for a, b in pairs)))
+    recs = hook_records(offsets)
+    print("the hook's records of this run's tagged boots (in its process; "
+          'work_ms: without the imports):')
+    for phase in ('prepare', 'started', 'stopped', 'release'):
+        ph = [r for r in recs if r.get('phase') == phase]
+        if ph:
+            print('  %-8s n=%d, elapsed_ms median %.1f, work_ms median %.1f'
+                  % (phase, len(ph),
+                     statistics.median(r.get('elapsed_ms', 0) for r in ph),
+                     statistics.median(r.get('work_ms', 0) for r in ph)))
+    if not recs:
+        print('  none (no hook_log in cloud.json, or the hook logs no '
+              'JSON lines)')
+    print('load average at end: %s' % loadavg())
     return 0
 
 
