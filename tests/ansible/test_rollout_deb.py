@@ -25,11 +25,13 @@ d3. the role in dkms mode on the node with the package installed
 
 Not run here (d2): an upgrade of the package itself (0.2.0 ->
 0.2.0+test1) under the VMs costs one more DKMS build in the node (about
-7 minutes of the suite under TCG, past CI's budget) for little that d1
-does not show: the postinst's reload is the same code, and the dpkg side
-of an upgrade (the old version's build removed, the new one built) is
-tests/packaging/test_deb.py's, in a root. It passed on this node once
-(2026-11-27, commit 0037103): 410 s, windows <= 10 s, rerun changed=0.
+7 minutes of the suite under TCG, past CI's budget); it passed on this
+node once (2026-11-27, commit 0037103): 410 s, windows <= 10 s, rerun
+changed=0. The package upgrade under running VMs is step 2b of
+tests/kernel_upgrade (tox -e kernel-upgrade: apt-get install of the
+tree as +test1 over the installed package, the VMs registered again
+with the same QEMU pids); the dpkg side of an upgrade in a root is
+tests/packaging/test_deb.py's.
 """
 
 import json

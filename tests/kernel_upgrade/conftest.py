@@ -37,6 +37,8 @@ LOG_DIR = os.path.join(REPO, 'out', 'test-logs')
 # the kernel the node runs first and the one it is upgraded to
 KERNEL = '6.1'
 NEXT_KERNEL = '6.12'
+# the package upgrade's version: the tree's changelog version + this
+NEXT_SUFFIX = '+test1'
 TIMINGS = {}
 SESSION = {}
 _T0 = time.monotonic()
@@ -74,7 +76,25 @@ def deb(run_dir):
 
 
 @pytest.fixture(scope='session')
-def node(run_dir, deb):
+def deb_next(run_dir, deb):
+    """The same tree as the next version (make deb's +SUFFIX: the
+    changelog's version +test1, the module's version with it), for the
+    package upgrade under the running VMs."""
+    t0 = time.monotonic()
+    out = os.path.join(run_dir, 'deb-next')
+    p = subprocess.run([os.path.join(REPO, 'tools', 'deb', 'build.sh'),
+                        out, NEXT_SUFFIX], capture_output=True, text=True,
+                       timeout=1200)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    debs = [f for f in os.listdir(out) if f.startswith('tlbbalance-dkms_')
+            and f.endswith('_all.deb')]
+    assert len(debs) == 1 and NEXT_SUFFIX in debs[0], os.listdir(out)
+    TIMINGS['make deb %s (host)' % NEXT_SUFFIX] = time.monotonic() - t0
+    return os.path.join(out, debs[0])
+
+
+@pytest.fixture(scope='session')
+def node(run_dir, deb, deb_next):
     disk = nodelib.make_disk(os.path.join(run_dir, 'disk.img'))
     kernel = nodelib.Kernel(KERNEL)
     n = live.LiveNode(LOG_DIR, 'kernel-upgrade-node', kernel=KERNEL,

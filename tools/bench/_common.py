@@ -32,6 +32,24 @@ def tagged_xml(name, memory_mib, mode='monitor', prefault=None):
         plain, pol, huge_page_kib=hostfacts.hpage_pmd_size() // 1024)
 
 
+def workdir(prefix):
+    """A temporary directory for this run under $TMPDIR, removed when the
+    benchmark exits, passed or not (``TLBB_KEEP_BENCH=1`` keeps it and
+    says where): its libvirtds' trees and logs."""
+    import atexit
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix=prefix)
+
+    def remove():
+        if os.environ.get('TLBB_KEEP_BENCH') == '1':
+            sys.stderr.write('kept %s (TLBB_KEEP_BENCH=1)\n' % path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+    atexit.register(remove)
+    return path
+
+
 def fmt(values, unit='s', scale=1.0):
     v = [x * scale for x in values]
     return 'median %.3f %s (min %.3f, max %.3f, n=%d)' % (

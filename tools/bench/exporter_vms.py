@@ -36,7 +36,6 @@ import resource
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -223,7 +222,7 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     print('load average at start: %s' % _common.loadavg(), flush=True)
-    work = tempfile.mkdtemp(prefix='tlbb-bench-exporter-')
+    work = _common.workdir('tlbb-bench-exporter-')
     h = libvirthost.LibvirtHost(work, hook=True,
                                 hook_settings={'syslog': ''},
                                 cache_dir=libvirthost.CAPS_CACHE)

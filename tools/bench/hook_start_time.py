@@ -36,7 +36,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import _common
@@ -77,7 +76,7 @@ def main():
     ap.add_argument('--memory-mib', type=int, default=256)
     args = ap.parse_args()
     print('load average at start: %s' % _common.loadavg())
-    work = tempfile.mkdtemp(prefix='tlbb-bench-hook-')
+    work = _common.workdir('tlbb-bench-hook-')
     log = os.path.join(work, 'hook.jsonl')
     name = 'tlbbench-start'
     xml = _common.tagged_xml(name, args.memory_mib)

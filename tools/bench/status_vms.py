@@ -26,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -85,7 +84,7 @@ def main():
     ap.add_argument('--runs', type=int, default=5)
     ap.add_argument('--memory-mib', type=int, default=16)
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix='tlbb-bench-status-')
+    work = _common.workdir('tlbb-bench-status-')
     h = libvirthost.LibvirtHost(work, hook=True,
                                 hook_settings={'syslog': ''},
                                 cache_dir=libvirthost.CAPS_CACHE)
