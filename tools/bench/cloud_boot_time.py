@@ -123,11 +123,6 @@ def hook_records(offsets):
     return recs
 
 
-def loadavg():
-    with open('/proc/loadavg') as f:
-        return ' '.join(f.read().split()[:3])
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--rounds', type=int, default=8)
@@ -164,7 +159,8 @@ def main(argv=None):
         flavors[kind] = f['id']
     times = {k: [] for k, _ in kinds}
     offsets = hook_offsets(facts)
-    print('load average at start: %s' % loadavg(), flush=True)
+    print('load average at start: %.2f %.2f %.2f' % os.getloadavg(),
+          flush=True)
     try:
         for r in range(args.rounds):
             # each flavor first in turn, so none always follows another
@@ -209,7 +205,7 @@ def main(argv=None):
     if not recs:
         print('  none (no hook_log in cloud.json, or the hook logs no '
               'JSON lines)')
-    print('load average at end: %s' % loadavg())
+    print('load average at end: %.2f %.2f %.2f' % os.getloadavg())
     return 0
 
 
