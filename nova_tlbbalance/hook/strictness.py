@@ -51,21 +51,3 @@ def declared(data):
         if value not in FALSE:
             answer = None
     return answer
-
-
-def prepare_can_wait(data):
-    """True when ``prepare`` has nothing to do before QEMU starts that
-    ``started`` cannot do as well: every policy element of the domain is
-    surely not strict (:func:`declared` is False) and asks for THP
-    backing (``backing="thp"``, what the driver plugin writes), whose one
-    check, the host's THP mode, answers the same after the start. A
-    strict domain is refused in ``prepare``; hugetlbfs' free pages are
-    only worth counting before QEMU takes them; anything else (no
-    element, a spelling that is neither, XML that does not parse) is
-    left to the full phase."""
-    if declared(data) is not False:
-        return False
-    import xml.etree.ElementTree as ET
-    elems = ET.fromstring(data).findall('./metadata/' + POLICY)
-    return bool(elems) and all(
-        (e.get('backing') or '').strip().lower() == 'thp' for e in elems)
