@@ -59,20 +59,28 @@ def run_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture(scope='session')
-def deb(run_dir):
-    """tlbbalance-dkms of this tree (make deb's script), built before the
-    node boots so that the node's 9p view of out/ has it."""
+def make_deb(out, *version):
+    """tlbbalance-dkms of this tree built by make deb's script into out
+    (version: its optional +SUFFIX or VERSION argument); the .deb's path,
+    the build's time in the session's timings."""
     t0 = time.monotonic()
-    out = os.path.join(run_dir, 'deb')
     p = subprocess.run([os.path.join(REPO, 'tools', 'deb', 'build.sh'),
-                        out], capture_output=True, text=True, timeout=1200)
+                        out] + list(version), capture_output=True,
+                       text=True, timeout=1200)
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
     debs = [f for f in os.listdir(out) if f.startswith('tlbbalance-dkms_')
             and f.endswith('_all.deb')]
     assert len(debs) == 1, os.listdir(out)
-    TIMINGS['make deb (host)'] = time.monotonic() - t0
+    TIMINGS[' '.join(['make deb'] + list(version) + ['(host)'])] = \
+        time.monotonic() - t0
     return os.path.join(out, debs[0])
+
+
+@pytest.fixture(scope='session')
+def deb(run_dir):
+    """tlbbalance-dkms of this tree (make deb's script), built before the
+    node boots so that the node's 9p view of out/ has it."""
+    return make_deb(os.path.join(run_dir, 'deb'))
 
 
 @pytest.fixture(scope='session')
@@ -80,17 +88,9 @@ def deb_next(run_dir, deb):
     """The same tree as the next version (make deb's +SUFFIX: the
     changelog's version +test1, the module's version with it), for the
     package upgrade under the running VMs."""
-    t0 = time.monotonic()
-    out = os.path.join(run_dir, 'deb-next')
-    p = subprocess.run([os.path.join(REPO, 'tools', 'deb', 'build.sh'),
-                        out, NEXT_SUFFIX], capture_output=True, text=True,
-                       timeout=1200)
-    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    debs = [f for f in os.listdir(out) if f.startswith('tlbbalance-dkms_')
-            and f.endswith('_all.deb')]
-    assert len(debs) == 1 and NEXT_SUFFIX in debs[0], os.listdir(out)
-    TIMINGS['make deb %s (host)' % NEXT_SUFFIX] = time.monotonic() - t0
-    return os.path.join(out, debs[0])
+    path = make_deb(os.path.join(run_dir, 'deb-next'), NEXT_SUFFIX)
+    assert NEXT_SUFFIX in os.path.basename(path), path
+    return path
 
 
 @pytest.fixture(scope='session')
