@@ -33,7 +33,11 @@ def fleet():
     node = live.LiveNode(LOG_DIR, 'ansible-node', kernel=kernel.line,
                          hook=False, module=False, ssh_port=f.node_port,
                          netns=f.ctl, moddir=nodelib.module_subset(
-                             kernel, os.path.join(f.dir, 'modules')))
+                             kernel, os.path.join(f.dir, 'modules')),
+                         # the apt archive of test_rollout_deb.py, the
+                         # node's only way out of its network
+                         guestfwd=[(fleetlib.ARCHIVE_ADDR, '127.0.0.1:%d'
+                                    % f.archive_port)])
     SESSION['fleet'] = f
     ok = False
     try:

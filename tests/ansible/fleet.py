@@ -42,6 +42,9 @@ from _repo import REPO  # noqa: E402  (the checkout on sys.path)
 from tlbbwait import WaitTimeout, wait_until  # noqa: E402
 
 PLAYBOOK = os.path.join(REPO, 'ansible', 'site.yml')
+# where the kernel node reaches the controller's apt archive
+# (Fleet.serve_archive): QEMU's user network forwards it to ctl
+ARCHIVE_ADDR = '10.0.2.100:80'
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable),
                             'ansible-playbook')
 SSHD = '/usr/sbin/sshd'
@@ -184,6 +187,10 @@ class Fleet:
         self.hosts = [NsHost(self, i) for i in range(1, nhosts + 1)]
         self.node = None
         self.node_port = 2222
+        # the apt archive the role's deb mode installs from
+        # (serve_archive), on 127.0.0.1 of ctl; the node reaches it as
+        # ARCHIVE_ADDR (the node's guestfwd: conftest.py)
+        self.archive_port = 8080
         self.key = os.path.join(self.dir, 'ssh', 'id_ed25519')
         self.runs = []
         self.run_names = []
@@ -211,7 +218,7 @@ class Fleet:
     def start_hosts(self):
         for h in self.hosts:
             h.start_sshd()
-        self.wait_ssh([h.addr for h in self.hosts], 22)
+        self.wait_tcp([h.addr for h in self.hosts], 22)
 
     def sshd_config(self, addr, port):
         ssh = os.path.join(self.dir, 'ssh')
@@ -232,8 +239,9 @@ class Fleet:
                 '-o ServerAliveInterval=10 -o ServerAliveCountMax=12'
                 % os.path.join(self.dir, 'ssh'))
 
-    def wait_ssh(self, addrs, port, deadline_s=SSHD_WAIT):
-        """Until each sshd takes a TCP connection (from ctl)."""
+    def wait_tcp(self, addrs, port, deadline_s=SSHD_WAIT):
+        """Until each server this fleet started (sshds, the archive's)
+        takes a TCP connection on port (from ctl)."""
         code = ('import socket,sys\n'
                 'for a in sys.argv[2:]:\n'
                 ' socket.create_connection((a, int(sys.argv[1])), 2).close()')
@@ -245,14 +253,17 @@ class Fleet:
                        code, str(port)] + list(addrs), check=False)
             return last.returncode == 0
 
-        def sshds_alive():
+        def servers_alive():
             for proc in self.procs:
                 if proc.poll() is not None:
-                    raise RuntimeError('an sshd exited (rc %s); logs in %s'
-                                       % (proc.returncode, self.dir))
+                    raise RuntimeError(
+                        'a server of the fleet (an sshd, the archive\'s) '
+                        'exited (rc %s): %s; logs in %s'
+                        % (proc.returncode, ' '.join(proc.args)[-120:],
+                           self.dir))
         try:
-            wait_until('sshd on %s:%d answers' % (addrs, port), answers,
-                       deadline_s, 0.3, on_wait=sshds_alive)
+            wait_until('%s:%d answers' % (addrs, port), answers,
+                       deadline_s, 0.3, on_wait=servers_alive)
         except WaitTimeout as e:
             raise RuntimeError('%s: %s' % (e, last.stderr))
 
@@ -264,7 +275,20 @@ class Fleet:
         node.write_file('/run/sshd_config', cfg)
         node.check('%s && mkdir -p /run/sshd && %s -f /run/sshd_config '
                    '-E /run/sshd.log' % (CLEAN_ROOT_HOME, SSHD))
-        self.wait_ssh(['127.0.0.1'], self.node_port, 120)
+        self.wait_tcp(['127.0.0.1'], self.node_port, 120)
+
+    def serve_archive(self, path):
+        """An HTTP server of the directory path (an apt archive,
+        tools/deb/archive.sh) on 127.0.0.1:archive_port of ctl, the
+        node's ARCHIVE_ADDR; stopped with the fleet."""
+        log = open(os.path.join(self.dir, 'archive-http.log'), 'w')
+        proc = subprocess.Popen(
+            ['ip', 'netns', 'exec', self.ctl, sys.executable, '-m',
+             'http.server', '--bind', '127.0.0.1', '--directory', path,
+             str(self.archive_port)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        self.procs.append(proc)
+        self.wait_tcp(['127.0.0.1'], self.archive_port)
 
     # -- ansible
     def write_inventory(self, common, ns_vars, node_vars):

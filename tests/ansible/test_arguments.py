@@ -74,6 +74,9 @@ def test_arg_spec_refuses_before_any_task(ansible_dir, var, value, says):
      "module_ko=''"),
     ({'tlbbalance_module_install': 'deb'}, "module_deb=''"),
     ({'tlbbalance_package_install': 'deb'}, "package_deb=''"),
+    ({'tlbbalance_module_install': 'deb',
+      'tlbbalance_apt_repository': 'apt.example.com/tlbbalance'},
+     "apt_repository='apt.example.com/tlbbalance'"),
     ({'tlbbalance_provider_traits': ['rack_a']}, "provider_traits=['rack_a']"),
 ])
 def test_checks_across_variables_name_the_culprit(ansible_dir, extra, says):

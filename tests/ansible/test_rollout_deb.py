@@ -11,7 +11,12 @@ running and registered; test_rollout_removal.py (stage 7) removes the
 fleet after it, qnode in deb mode:
 
 d1. the role in deb mode installs tlbbalance-dkms 0.2.0 (make deb of the
-    tree as that version, newer than the role's 0.1.1): DKMS builds it
+    tree as that version, newer than the role's 0.1.1) from an apt
+    archive (tools/deb/archive.sh, signed with a key made for the run,
+    served over HTTP from the controller's namespace and reached by the
+    node through QEMU's guestfwd, the node's only way out; the role
+    writes the archive's key and list and updates that list alone;
+    tlbbalance_deb_version pins 0.2.0): DKMS builds it
     in the node, the postinst reloads under the running VMs (release,
     rmmod 0.1.1, modprobe 0.2.0, register again: same QEMU pids, the
     same registrations, each VM's unmanaged window printed and recorded by
@@ -19,7 +24,8 @@ d1. the role in deb mode installs tlbbalance-dkms 0.2.0 (make deb of the
     /etc/default/tlbbalance; then the role hands over: the dkms mode's
     0.1.1 (DKMS build and source), its load-at-boot entry and roll-back
     copy are removed, the package's own entry stays; a rerun changes
-    nothing;
+    nothing; the same version as a .deb copied from the controller
+    (the deb mode without an archive) installs nothing;
 d3. the role in dkms mode on the node with the package installed
     refuses, naming the package and what to do; nothing changes.
 
@@ -41,11 +47,17 @@ import subprocess
 
 import pytest
 
+import fleet as fleetlib
 import scenario
 import test_rollout as tr
 
 BASE = '0.2.0'
 DKMS_DEB = 'tlbbalance-dkms_%s_all.deb'
+# the archive as the node sees it (QEMU's guestfwd to Fleet.serve_archive)
+ARCHIVE_URI = 'http://%s' % fleetlib.ARCHIVE_ADDR.replace(':80', '')
+ARCHIVE_SUITE = 'bookworm'
+APT_LIST = '/etc/apt/sources.list.d/tlbbalance.list'
+APT_KEY = '/etc/apt/keyrings/tlbbalance.asc'
 
 
 def build_deb(out, version):
@@ -67,9 +79,49 @@ def deb(fleet):
     return build_deb(os.path.join(fleet.dir, 'deb-' + BASE), BASE)
 
 
+@pytest.fixture(scope='module')
+def archive(fleet, deb):
+    """A signed apt archive holding the .deb (tools/deb/archive.sh), a
+    key made for this run (its gpg-agent stopped after the module),
+    served from the controller's namespace; its directory."""
+    home = os.path.join(fleet.dir, 'gnupg')
+    os.makedirs(home, mode=0o700)
+    env = dict(os.environ, GNUPGHOME=home)
+    uid = 'tlbbalance test archive <archive@tlbb.invalid>'
+    out = os.path.join(fleet.dir, 'archive')
+    try:
+        for argv in (['gpg', '--batch', '--passphrase', '',
+                      '--quick-gen-key', uid, 'ed25519', 'sign', 'never'],
+                     [os.path.join(tr.REPO, 'tools', 'deb', 'archive.sh'),
+                      out, ARCHIVE_SUITE, uid, deb]):
+            p = subprocess.run(argv, capture_output=True, text=True,
+                               env=env, timeout=300)
+            assert p.returncode == 0, (argv, p.stdout + p.stderr)
+        fleet.serve_archive(out)
+        yield out
+    finally:
+        subprocess.run(['gpgconf', '--kill', 'all'], env=env,
+                       capture_output=True, timeout=60)
+
+
+def archive_inventory(archive):
+    return tr.node_inventory(
+        tlbbalance_module_install='deb', tlbbalance_module_deb='',
+        tlbbalance_apt_repository='%s %s main' % (ARCHIVE_URI,
+                                                  ARCHIVE_SUITE),
+        tlbbalance_apt_key=os.path.join(archive, 'archive-key.asc'),
+        tlbbalance_deb_version=BASE)
+
+
 def deb_inventory(deb):
     return tr.node_inventory(tlbbalance_module_install='deb',
                              tlbbalance_module_deb=deb)
+
+
+def archive_requests(fleet):
+    """The paths the archive's HTTP server was asked for."""
+    with open(os.path.join(fleet.dir, 'archive-http.log')) as f:
+        return re.findall(r'"GET (\S+) HTTP', f.read())
 
 
 def loaded(node):
@@ -103,17 +155,31 @@ def check_reload(node, res, old, new):
                          % (w['vm'], w['pid']), res.out), res.out[-4000:]
 
 
-def test_d1_package_takes_over_from_the_dkms_mode(fleet, deb):
+def test_d1_package_takes_over_from_the_dkms_mode(fleet, deb, archive):
     node = fleet.node
     assert loaded(node) == '0.1.1'
     assert tr.registrations(node) == tr.STATE['registered']
     res = tr.run(fleet, 'deb handover', limit='qnode',
-                 inventory=deb_inventory(deb))
+                 inventory=archive_inventory(archive))
     assert res.rc == 0, res.out[-5000:]
     tr.ok(res, 'qnode')
     assert loaded(node) == BASE
     assert node.check("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "
                       "tlbbalance-dkms").strip() == '%s ii' % BASE
+    # from the archive: its list and key written by the role, the
+    # package fetched over HTTP, nothing copied from the controller
+    assert node.check('grep -v "^#" %s' % APT_LIST).strip() == \
+        'deb [signed-by=%s] %s %s main' % (APT_KEY, ARCHIVE_URI,
+                                           ARCHIVE_SUITE)
+    with open(os.path.join(archive, 'archive-key.asc')) as f:
+        assert node.check('cat %s' % APT_KEY) == f.read()
+    got = archive_requests(fleet)
+    assert '/dists/%s/InRelease' % ARCHIVE_SUITE in got, got
+    assert '/pool/main/' + DKMS_DEB % BASE in got, got
+    assert 'changed: tlbbalance-dkms %s installed' % BASE in res.out, \
+        res.out[-4000:]
+    assert node.check('ls /var/cache/tlbbalance 2>/dev/null; true') \
+        .strip() == ''
     assert 'TLBBALANCE_PYTHON=/usr/bin/python3' in \
         node.check('cat /etc/default/tlbbalance')
     check_reload(node, res, '0.1.1', BASE)
@@ -130,9 +196,20 @@ def test_d1_package_takes_over_from_the_dkms_mode(fleet, deb):
     assert node.check('grep -v "^#" /usr/lib/modules-load.d/'
                       'tlbbalance.conf').strip() == 'tlbbalance'
     again = tr.run(fleet, 'deb handover rerun', limit='qnode',
-                   inventory=deb_inventory(deb))
+                   inventory=archive_inventory(archive))
     assert again.rc == 0, again.out[-5000:]
     tr.ok(again, 'qnode', changed=0)
+    tr.vms_unchanged(node)
+    # the same version as a copied .deb: copied, nothing installed
+    copied = tr.run(fleet, 'deb copied, same version', limit='qnode',
+                    inventory=deb_inventory(deb))
+    assert copied.rc == 0, copied.out[-5000:]
+    tr.ok(copied, 'qnode')
+    assert 'changed: tlbbalance-dkms' not in copied.out, \
+        copied.out[-4000:]
+    assert node.check('ls /var/cache/tlbbalance').split() == [
+        DKMS_DEB % BASE]
+    assert loaded(node) == BASE
     tr.vms_unchanged(node)
 
 

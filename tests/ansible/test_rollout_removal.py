@@ -6,7 +6,8 @@ registered): the VMs released and left running (same pids, no
 VM_NOHUGEPAGE, no registration), the module unloaded by the package's
 prerm (apt-get purge, from the role; the prerm runs the tlbbalance
 command with the Python named in /etc/default/tlbbalance), DKMS builds
-and sources, the package, its settings and cached .deb, hook, hook settings,
+and sources, the package, its settings, cached .deb and apt archive's
+list and key, hook, hook settings,
 nova.conf fragment and provider config removed on every host; a rerun
 changes nothing."""
 
@@ -19,7 +20,7 @@ import test_rollout_deb as td
 # what the package and the role's deb mode put on qnode
 DEB_FILES = ('/etc/default/tlbbalance', '/var/cache/tlbbalance',
              '/usr/lib/modules-load.d/tlbbalance.conf',
-             '/usr/lib/tlbbalance-dkms')
+             '/usr/lib/tlbbalance-dkms', td.APT_LIST, td.APT_KEY)
 
 
 def test_7_removal(fleet):

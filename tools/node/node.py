@@ -304,7 +304,7 @@ class Node:
                  hugepages=0, thp='always', keep=False, boot_timeout=600,
                  ssh_port=None, netns=None, hostname=None, shares=(),
                  libvirt_relay=None, hook_log=None, run_dir=None,
-                 own_session=False, disk=None, moddir=None):
+                 own_session=False, disk=None, moddir=None, guestfwd=()):
         self.kernel_line = kernel
         self.mem_mb = mem_mb
         self.smp = smp or int(os.environ.get('TLBB_NODE_SMP', '2'))
@@ -322,6 +322,12 @@ class Node:
         # machine's loopback), where QEMU is started.
         self.ssh_port = ssh_port
         self.netns = netns
+        # guestfwd: ('ADDR:PORT', 'HOST:HPORT') pairs on that user
+        # network: the node's TCP connections to ADDR:PORT reach
+        # HOST:HPORT as seen from netns, one socat per connection (the
+        # only way out of the restricted network, e.g. to an apt archive
+        # served on the controller).
+        self.guestfwd = list(guestfwd)
         # tools/cloud's kvm host: the node's host name (what libvirt and
         # nova call the hypervisor), writable host directories mounted at
         # their own path in the node with caching off ((host path, node
@@ -454,8 +460,12 @@ class Node:
                      '-device', 'virtserialport,chardev=libvirt,'
                      'name=tlbb.libvirt']
         if self.ssh_port:
-            argv += ['-netdev', 'user,id=net0,restrict=on,'
-                     'hostfwd=tcp:127.0.0.1:%d-:22' % self.ssh_port,
+            netdev = ('user,id=net0,restrict=on,'
+                      'hostfwd=tcp:127.0.0.1:%d-:22' % self.ssh_port)
+            for guest, host in self.guestfwd:
+                netdev += (',guestfwd=tcp:%s-cmd:socat - TCP:%s'
+                           % (guest, host))
+            argv += ['-netdev', netdev,
                      '-device', 'virtio-net-pci,netdev=net0']
         if self.netns:
             argv = ['ip', 'netns', 'exec', self.netns] + argv

@@ -11,6 +11,13 @@
 #       unless that version of PACKAGE is installed and configured (a
 #       .deb older than the installed version is refused by apt-get: no
 #       downgrades; remove the package first)
+#   tlbbalance-deb.sh archive PACKAGE VERSION CHECK LIST
+#       install VERSION of PACKAGE (- : the newest the archive has) from
+#       the apt archive of the sources list LIST (the role's
+#       tlbbalance_apt_repository): apt-get update of LIST alone (the
+#       node's other lists are left as they are), then as install above:
+#       nothing when that version is installed and configured, no
+#       downgrades
 #   tlbbalance-deb.sh purge   PACKAGE -   CHECK
 #       purge PACKAGE if anything of it is on the node (installed in any
 #       state, or its configuration files left by a removal)
@@ -27,7 +34,7 @@
 # tlbbalance-module.sh's refusal to manage the module beside
 # tlbbalance-dkms tests the same letters.
 set -u
-op=${1:-} pkg=${2:-} deb=${3:--} check=${4:-0}
+op=${1:-} pkg=${2:-} deb=${3:--} check=${4:-0} list=${5:-}
 
 die() {
 	echo "tlbbalance-deb: $(uname -n): $*" >&2
@@ -62,7 +69,7 @@ status() {
 	dpkg-query -W -f '${db:Status-Abbrev}' "$pkg" 2>/dev/null
 }
 
-[ -n "$pkg" ] || die "usage: tlbbalance-deb.sh install|purge PACKAGE DEB CHECK"
+[ -n "$pkg" ] || die "usage: tlbbalance-deb.sh install|archive|purge PACKAGE DEB|VERSION CHECK [LIST]"
 export DEBIAN_FRONTEND=noninteractive
 
 case $op in
@@ -80,6 +87,54 @@ install)
 	[ "$have" = "$want ii " ] && exit 0
 	act "$pkg $want" installed install "$deb"
 	;;
+archive)
+	version=$deb
+	[ -f "$list" ] || die "no apt source list at '$list'"
+	# only this archive's list; the node's others stay as they are
+	only="-o Dir::Etc::SourceList=$list -o Dir::Etc::SourceParts=-"
+	only="$only -o APT::Get::List-Cleanup=0"
+	if [ "$check" != 1 ]; then
+		log=$(mktemp) || die "mktemp failed"
+		# shellcheck disable=SC2086
+		apt-get update -q $only >"$log" 2>&1 || {
+			cat "$log"
+			rm -f "$log"
+			die "apt-get update of $list failed (its output is above)"
+		}
+		# apt-get update exits 0 on a source it could not fetch
+		if grep -q '^\(W\|E\|Err\):' "$log"; then
+			cat "$log"
+			rm -f "$log"
+			die "apt-get update of $list: the archive did not answer" \
+				"cleanly (above)"
+		fi
+		rm -f "$log"
+	fi
+	if [ "$version" = - ]; then
+		# shellcheck disable=SC2086
+		want=$(apt-cache $only policy "$pkg" 2>/dev/null |
+			sed -n 's/^ *Candidate: //p')
+	else
+		# shellcheck disable=SC2086
+		want=$(apt-cache $only show "$pkg=$version" 2>/dev/null |
+			sed -n '1,/^$/s/^Version: //p')
+	fi
+	if [ -z "$want" ] || [ "$want" = "(none)" ]; then
+		if [ "$check" = 1 ]; then
+			[ "$version" = - ] && version="(the newest)"
+			changed "$pkg $version from the archive of $list would" \
+				"be installed"
+			exit 0
+		fi
+		[ "$version" = - ] && die "$pkg is not in the archive of $list"
+		die "$pkg $version is not in the archive of $list" \
+			"(apt-cache madison $pkg: what it has)"
+	fi
+	have=$(dpkg-query -W -f '${Version} ${db:Status-Abbrev}' "$pkg" \
+		2>/dev/null)
+	[ "$have" = "$want ii " ] && exit 0
+	act "$pkg $want" installed install "$pkg=$want"
+	;;
 purge)
 	case $(status) in
 	?[iUFHtWc]*) ;;
@@ -88,6 +143,6 @@ purge)
 	act "$pkg" purged purge "$pkg"
 	;;
 *)
-	die "unknown operation '$op' (install or purge)"
+	die "unknown operation '$op' (install, archive or purge)"
 	;;
 esac
