@@ -190,6 +190,19 @@ for group in $envs; do
 	done
 done
 
+# CI keeps only the end of this output: name what failed again here, the
+# failing lines of each failed env (TAP "not ok", pytest's FAILED/ERROR
+# lines, kernel checker reports), at most 40 lines each.
+for line in "${summary[@]}"; do
+	env=${line%% *}
+	case $line in *" 0 failed"*) continue ;; esac
+	[ -f "$logdir/$env.log" ] || continue
+	echo
+	echo "== what failed in $env ($logdir/$env.log)"
+	grep -E '^(# [^ ]+: )?not ok |^(FAILED|ERROR) |Bail out|BUG:|WARNING:|Oops|Kernel panic|^E  |[0-9]+ passed, [1-9][0-9]* failed|, [1-9][0-9]* not ok' \
+		"$logdir/$env.log" | head -n 40
+done
+
 echo
 echo "== summary ($(( $(date +%s) - t0 )) s in all)"
 printf '%s\n' "${summary[@]}"
