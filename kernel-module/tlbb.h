@@ -86,15 +86,18 @@ struct tlbb_limiter {
 
 /*
  * Heat of the huge-page slots of the ranges (tlbb_heat.c): one byte per
- * slot, the last eight accessed-bit samples, or (fed) what user space
- * last wrote to the VM's heat attribute; NULL until split_order 2 first
- * samples or user space first writes.
+ * slot, its accessed-bit samples folded by the core's tlbb_heat_fold() (a
+ * count of the windows that found it used, halved by each that did not),
+ * or (fed) what user space last wrote to the VM's heat attribute; NULL
+ * until split_order heat (2, or auto under method safe) first samples or
+ * user space first writes.
  */
 struct tlbb_heat {
 	u8 *heat;
 	u64 nslots;		/* slots heat[] covers */
 	u64 cursor;		/* next slot to sample */
 	u64 armed;		/* slots cleared, their sample due (heat_work) */
+	u64 windows_left;	/* the tick's windows after the armed one */
 	unsigned long due;	/* jiffies: when it is due */
 	u64 sampled;		/* slots sampled since the pid was set */
 	bool fed;		/* heat written by user space: no sampling */
@@ -253,7 +256,8 @@ void tlbb_thp_forget(struct tlbb_vm *vm);
 
 /* tlbb_heat.c */
 unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm);
-bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm);
+bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm,
+		       unsigned long *again);
 u8 tlbb_heat_of(struct tlbb_vm *vm, u64 slot);
 void tlbb_heat_free(struct tlbb_vm *vm);
 int tlbb_heat_feed(struct tlbb_vm *vm, const struct tlbb_heat_line *l,

@@ -5,34 +5,45 @@
  * from the page tables' accessed bits.
  *
  * One byte per huge-page slot of the ranges (slots numbered range by range,
- * low address first, as tlbb_thp_total_pages() counts them) holds the last
- * eight samples of that slot's accessed bit, newest in the top bit: a slot
- * used at every sample reads 255, one never used 0, and the value orders
- * slots by how often and how recently they were used.
+ * low address first, as tlbb_thp_total_pages() counts them) holds the
+ * slot's heat: its accessed-bit samples folded one at a time by the core's
+ * tlbb_heat_fold() (kernel-module/core/tlbb_ctrl.c, the same code tlbsim
+ * runs): a sample that finds the bit set adds TLBB_HEAT_STEP (at most
+ * 255), one that finds it clear halves the heat. A slot used in every
+ * sample reads 255, one never used 0, and the value orders slots by how
+ * often they are found unused: a frequency, not only the last sample.
  *
  * Sampling is bounded: each tick visits heat_scan_pmds slots (default 512,
  * 1 GiB of 2 MiB pages) from a cursor that wraps round the ranges, so a
  * slot is sampled once every total_pages / heat_scan_pmds ticks and a tick
- * never costs more than the budget, however large the VM. A visit shifts
- * the slot's byte right and, if a huge PMD maps the slot, tests and clears
- * its accessed bit under the PMD lock (the kernel's own
- * pmdp_test_and_clear_young(): not exported on x86, so the same atomic bit
- * operation here) and sets the top bit if it was set.
+ * never costs more than the budget times its samples, however large the
+ * VM. A visit tests and clears the slot's accessed bit, if a huge PMD maps
+ * it, under the PMD lock (the kernel's own pmdp_test_and_clear_young():
+ * not exported on x86, so the same atomic bit operation here), and folds
+ * the result into the slot's heat.
  *
- * The window: over a whole tick (100 ms) nearly every page a busy guest
+ * The windows: over a whole tick (100 ms) nearly every page a busy guest
  * has is used at least once, and one bit per sample cannot tell the hot
  * from the merely warm. So the tick first clears the bits of the slots it
  * will sample (a first bounded pass, tlbb_heat_arm()) and queues the VM's
  * heat work heat_window_ms (default 1) later; that work takes the VM's
- * lock again, samples the same slots (tlbb_heat_collect()) and then
- * enforces the limit with the fresh heat (tlbb_vm.c). Nothing sleeps with
- * the VM's lock held: attribute reads and writes wait for neither the
- * window nor a worker, and no worker is held through it. A sample says
- * "used in that millisecond", which the hot pages are and the warm ones
- * mostly are not (the simulator's comparison in docs/simulator.md: 5 ms
- * already blurs them on GS464V's 32 MiB pages). The window is a delayed
- * work's, so at least one jiffy and as late as the workqueue runs it:
- * under load a window can be longer than asked, never shorter.
+ * lock again and samples the same slots (tlbb_heat_collect()). Sampling
+ * clears the bits, so a sample is also the start of the next window: the
+ * work samples heat_samples windows back to back (default 8, as many as
+ * fit in the tick: tlbb_heat_windows()), queueing itself a window on
+ * after each, and after the last enforces the limit with the fresh heat
+ * (tlbb_vm.c). Several windows a tick, as DAMON's sampling intervals
+ * within its aggregation interval: on a 4 GiB VM with 95 % of the accesses
+ * on a quarter of it, the remaining 5 % still touch most cold pages within
+ * any one millisecond (one window tells hot from cold only partly), but a
+ * cold page is found unused in some window of nearly every tick and a hot
+ * one in none (docs/simulator.md, "Heat by frequency"). Nothing sleeps
+ * with the VM's lock held: attribute reads and writes wait for neither a
+ * window nor a worker, and no worker is held through it. The window is a
+ * delayed work's, so at least one jiffy and as late as the workqueue runs
+ * it: under load a window can be longer than asked, never shorter, and the
+ * windows can reach past the next tick, which then arms nothing (the work
+ * enforces that tick's limit after its last window).
  *
  * The TLB is not flushed (as the kernel's aging of anonymous pages does
  * not): a page whose translation stays cached between the two passes is
@@ -76,6 +87,7 @@ void tlbb_heat_free(struct tlbb_vm *vm)
 	vm->heat.nslots = 0;
 	vm->heat.cursor = 0;
 	vm->heat.armed = 0;
+	vm->heat.windows_left = 0;
 }
 
 /* The heat bytes for the current ranges, allocated on first use; or NULL. */
@@ -149,13 +161,14 @@ static int tlbb_heat_young(struct mm_struct *mm, unsigned long addr,
 
 /*
  * Visit the next @budget slots from the cursor: test and clear each
- * huge PMD's accessed bit; with @record, shift the result into the slot's
- * heat and move the cursor on (a sample), else only clear (arm the window
- * the next sample looks at). Stops early when a writer waits for the mmap
- * lock. Returns the slots visited. vm->lock held.
+ * huge PMD's accessed bit; with @record, fold the result into the slot's
+ * heat (a sample), else only clear (arm the window the next sample looks
+ * at); with @advance, move the cursor on past them (the tick's last
+ * sample). Stops early when a writer waits for the mmap lock. Returns the
+ * slots visited. vm->lock held.
  */
 static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
-			  bool record, u64 budget)
+			  bool record, bool advance, u64 budget)
 {
 	u64 done = 0, t0 = ktime_get_ns();
 	struct vm_area_struct *vma = NULL;
@@ -178,7 +191,7 @@ static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
 			break;
 		young = tlbb_heat_young(mm, addr, &vma);
 		if (record)
-			heat[slot] = (heat[slot] >> 1) | (young > 0 ? 0x80 : 0);
+			heat[slot] = tlbb_heat_fold(heat[slot], young > 0);
 		if (++slot == h->nslots)
 			slot = 0;
 		addr += PMD_SIZE;
@@ -186,62 +199,85 @@ static u64 tlbb_heat_walk(struct tlbb_vm *vm, struct mm_struct *mm,
 			addr = tlbb_heat_slot_addr(vm, slot, &end);
 	}
 	mmap_read_unlock(mm);
-	if (record) {
-		h->cursor = slot;
+	if (record)
 		h->sampled += done;
-	}
+	if (advance)
+		h->cursor = slot;
 	tlbb_cost_account_heat(ktime_get_ns() - t0, done);
 	return done;
 }
 
+/* A window's length in jiffies: at least one. */
+static unsigned long tlbb_heat_delay(const struct tlbb_params *p)
+{
+	return max(msecs_to_jiffies(p->heat_window_ms), 1UL);
+}
+
 /*
- * The tick's part of a sample of the next heat_scan_pmds slots. With a
- * window (heat_window_ms, below interval_ms): clear their accessed bits
- * and return the delay, in jiffies (at least one), after which
- * tlbb_heat_collect() must read them; the slots cleared wait in
- * vm->heat.armed. Without one (or nothing to clear): sample now, reading
- * what the whole time since the slots' last sample set, and return 0.
- * vm->heat.armed is 0 on entry. vm->lock held.
+ * The tick's part of a sample of the next heat_scan_pmds slots. With
+ * windows (tlbb_heat_windows(): heat_window_ms below interval_ms): clear
+ * their accessed bits and return the delay, in jiffies (at least one),
+ * after which tlbb_heat_collect() must read them; the slots cleared wait
+ * in vm->heat.armed, the windows after the first in windows_left. Without
+ * (or nothing to clear): sample now, reading what the whole time since the
+ * slots' last sample set, and return 0. vm->heat.armed is 0 on entry.
+ * vm->lock held.
  */
 unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	const struct tlbb_params *p = &vm->params;
+	u64 windows = tlbb_heat_windows(p);
 
 	if (vm->heat.fed)
 		return 0;	/* user space writes the heat */
 
-	if (p->heat_window_ms && p->heat_window_ms < p->interval_ms) {
+	if (windows) {
 		/* sample no more than were cleared: the same window each */
-		vm->heat.armed = tlbb_heat_walk(vm, mm, false,
+		vm->heat.armed = tlbb_heat_walk(vm, mm, false, false,
 						p->heat_scan_pmds);
 		if (vm->heat.armed) {
-			unsigned long delay = max(msecs_to_jiffies(p->heat_window_ms),
-						  1UL);
-
-			vm->heat.due = jiffies + delay;
-			return delay;
+			vm->heat.windows_left = windows - 1;
+			vm->heat.due = jiffies + tlbb_heat_delay(p);
+			return tlbb_heat_delay(p);
 		}
 		return 0;
 	}
-	tlbb_heat_walk(vm, mm, true, p->heat_scan_pmds);
+	tlbb_heat_walk(vm, mm, true, true, p->heat_scan_pmds);
 	return 0;
 }
 
 /*
  * The heat work's part: sample the slots tlbb_heat_arm() cleared a window
- * ago. False if no sample is due yet: nothing armed (called off), or armed
- * by a tick that ran while this work waited for vm->lock after a stop and
- * restart, whose own heat work is queued for later. vm->lock held.
+ * ago. The sample clears them again: with windows left it arms the next
+ * (the same slots), puts its delay in *@again and returns false; true
+ * after the tick's last window (the cursor moved on past the slots).
+ * False with *@again 0 if no sample is due yet: nothing armed (called off),
+ * or armed by a tick that ran while this work waited for vm->lock after a
+ * stop and restart, whose own heat work is queued for later. vm->lock
+ * held.
  */
-bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm)
+bool tlbb_heat_collect(struct tlbb_vm *vm, struct mm_struct *mm,
+		       unsigned long *again)
 {
-	u64 budget = vm->heat.armed;
+	struct tlbb_heat *h = &vm->heat;
+	u64 budget = h->armed;
+	bool last = !h->windows_left;
 
-	if (!budget || time_before(jiffies, vm->heat.due))
+	*again = 0;
+	if (!budget || time_before(jiffies, h->due))
 		return false;
-	vm->heat.armed = 0;
-	tlbb_heat_walk(vm, mm, true, budget);
-	return true;
+	/* the next window, if any, samples no more than this one cleared */
+	h->armed = tlbb_heat_walk(vm, mm, true, last, budget);
+	if (last || !h->armed) {
+		/* the last window, or none walked: the tick ends with this */
+		h->armed = 0;
+		h->windows_left = 0;
+		return true;
+	}
+	h->windows_left--;
+	*again = tlbb_heat_delay(&vm->params);
+	h->due = jiffies + *again;
+	return false;
 }
 
 /* Heat of slot @slot, or 0 (cold) without a sample of it. */

@@ -13,15 +13,16 @@
  * change and nothing is copied; KVM's MMU notifier drops its stage-2 huge
  * mapping and refaults it at the base page size.
  *
- * Which pages: split_order (tlbb_params.def) chooses. 0, address order
- * (the default): from the end of the last range downward, deterministic
- * and cheap; it keeps the low guest-physical memory (kernel text and early
- * allocations of the guest, often hot) huge longest. 1, random: each huge
- * page equally likely (selection sampling, one walk). 2, heat: the coldest
- * first by the accessed bits tlbb_heat.c samples each tick, ties highest
- * address first. Whatever an order leaves unsplit (a page it did not
- * pick, or that changed under it) goes in address order, so every order
- * meets the limit; a page is tried once per tick whatever the passes (a
+ * Which pages: split_order (tlbb_params.def) chooses. 0, address order:
+ * from the end of the last range downward, deterministic and cheap; it
+ * keeps the low guest-physical memory (kernel text and early allocations
+ * of the guest, often hot) huge longest. 1, random: each huge page equally
+ * likely (selection sampling, one walk). 2, heat: the coldest first by the
+ * accessed bits tlbb_heat.c samples each tick, ties highest address first.
+ * 3, auto (the default): heat under method safe, address order under the
+ * others (tlbb_split_order()). Whatever an order leaves unsplit (a page it
+ * did not pick, or that changed under it) goes in address order, so every
+ * order meets the limit; a page is tried once per tick whatever the passes (a
  * page that cannot be split is attempted, and counted failed, once).
  *
  * Holding: while N_hc >= N_hl < total the covering anonymous VMAs carry
@@ -259,8 +260,9 @@ static void tlbb_split_by_heat(struct tlbb_vm *vm, struct mm_struct *mm,
 
 /*
  * Split @excess of the @n huge PMDs in the order vm->params.split_order
- * asks; what the order leaves (pages it did not pick, or that changed
- * under it) goes in address order, last range and highest address first.
+ * asks (auto: the method's, tlbb_split_order()); what the order leaves
+ * (pages it did not pick, or that changed under it) goes in address order,
+ * last range and highest address first.
  * Each page is tried at most once a call: an order's passes mark the slots
  * they tried in a bitmap (one bit per slot of the ranges, freed on return),
  * and the later passes skip them, so a page that cannot be split (e.g.
@@ -273,9 +275,9 @@ static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 			     u64 excess, u64 n)
 {
 	struct tlbb_split_ctx c = { .excess = excess, .left = n };
-	bool ordered = vm->params.split_order == TLBB_SPLIT_RANDOM ||
-		       (vm->params.split_order == TLBB_SPLIT_HEAT &&
-			vm->heat.heat);
+	u64 order = tlbb_split_order(&vm->params);
+	bool ordered = order == TLBB_SPLIT_RANDOM ||
+		       (order == TLBB_SPLIT_HEAT && vm->heat.heat);
 
 	/* address order alone tries each page once: no bitmap for it */
 	if (ordered) {
@@ -285,7 +287,7 @@ static u64 tlbb_split_locked(struct tlbb_vm *vm, struct mm_struct *mm,
 				   GFP_KERNEL);
 	}
 	if (c.tried) {
-		if (vm->params.split_order == TLBB_SPLIT_RANDOM)
+		if (order == TLBB_SPLIT_RANDOM)
 			tlbb_split_pass(vm, mm, &c, TLBB_PASS_RANDOM);
 		else
 			tlbb_split_by_heat(vm, mm, &c);

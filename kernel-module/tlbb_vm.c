@@ -1153,7 +1153,7 @@ static void tlbb_vm_limit(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	unsigned long delay;
 
-	if (vm->params.split_order == TLBB_SPLIT_HEAT) {
+	if (tlbb_split_order(&vm->params) == TLBB_SPLIT_HEAT) {
 		if (vm->heat.armed)
 			return;
 		delay = tlbb_heat_arm(vm, mm);
@@ -1167,18 +1167,20 @@ static void tlbb_vm_limit(struct tlbb_vm *vm, struct mm_struct *mm)
 }
 
 /*
- * The end of a heat-order tick, a window after it: sample the slots the
- * tick cleared, count again (the window let the process change its
- * memory) and enforce the limit. Takes its own mm reference, as the tick
- * does; a VM stopped, released or being removed meanwhile has nothing
- * armed or is skipped.
+ * A window after a heat-order tick: sample the slots the tick cleared. The
+ * sample clears them again, so while the tick has windows left
+ * (heat_samples) it is the start of the next one and the work queues
+ * itself a window on; after the last, count again (the windows let the
+ * process change its memory) and enforce the limit. Takes its own mm
+ * reference, as the tick does; a VM stopped, released or being removed
+ * meanwhile has nothing armed or is skipped.
  */
 static void tlbb_vm_heat_work(struct work_struct *work)
 {
 	struct tlbb_vm *vm = container_of(to_delayed_work(work),
 					  struct tlbb_vm, heat_work);
 	struct mm_struct *mm = NULL;
-	unsigned long sw0 = tlbb_cost_switches();
+	unsigned long sw0 = tlbb_cost_switches(), again = 0;
 	u64 t0 = ktime_get_ns();
 
 	mutex_lock(&vm->lock);
@@ -1188,10 +1190,12 @@ static void tlbb_vm_heat_work(struct work_struct *work)
 		goto out;
 	}
 	mm = vm->mm;
-	if (tlbb_heat_collect(vm, mm) &&
-	    vm->params.split_order == TLBB_SPLIT_HEAT) {
+	if (tlbb_heat_collect(vm, mm, &again) &&
+	    tlbb_split_order(&vm->params) == TLBB_SPLIT_HEAT) {
 		tlbb_thp_count(vm, mm, &vm->huge_pages);
 		tlbb_thp_enforce(vm, mm, vm->ctrl.limit);
+	} else if (again) {
+		mod_delayed_work(tlbb_wq, &vm->heat_work, again);
 	}
 out:
 	mutex_unlock(&vm->lock);

@@ -747,6 +747,31 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 	return dec != TLBB_ACT_NONE ? dec : act;
 }
 
+u64 tlbb_split_order(const struct tlbb_params *p)
+{
+	if (p->split_order != TLBB_SPLIT_AUTO)
+		return p->split_order;
+	return p->method == TLBB_METHOD_SAFE ? TLBB_SPLIT_HEAT :
+					       TLBB_SPLIT_ADDRESS;
+}
+
+u8 tlbb_heat_fold(u8 heat, bool young)
+{
+	if (!young)
+		return heat >> 1;
+	return heat > 255 - TLBB_HEAT_STEP ? 255 : heat + TLBB_HEAT_STEP;
+}
+
+u64 tlbb_heat_windows(const struct tlbb_params *p)
+{
+	u64 fit;
+
+	if (!p->heat_window_ms || p->heat_window_ms >= p->interval_ms)
+		return 0;
+	fit = (p->interval_ms - 1) / p->heat_window_ms;
+	return p->heat_samples < fit ? p->heat_samples : fit;
+}
+
 const char *tlbb_state_name(enum tlbb_state s)
 {
 	switch (s) {

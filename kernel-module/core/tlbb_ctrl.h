@@ -203,6 +203,32 @@ u64 tlbb_load_milli(const struct tlbb_params *p, const struct tlbb_input *in);
 u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
 			 u64 refills_small, enum tlbb_group *dominant);
 
+/*
+ * The split order in force: split_order, except auto: heat under method
+ * safe, address under the others (TLBB_SPLIT_ADDRESS/RANDOM/HEAT).
+ */
+u64 tlbb_split_order(const struct tlbb_params *p);
+
+/*
+ * Heat of a huge page (split_order heat; the module's tlbb_heat.c and
+ * tlbsim's split_order.c): a count of the accessed-bit samples that found
+ * it used, folded one sample at a time. A young sample adds
+ * TLBB_HEAT_STEP (at most 255), an old one halves it: a page used in
+ * every window climbs to 255 and stays, one left alone for a window falls
+ * by half and needs 128 / TLBB_HEAT_STEP used windows to be back. So it
+ * orders pages by how often they are found unused, which a single bit per
+ * window cannot do when even the cold pages are touched in most windows.
+ */
+#define TLBB_HEAT_STEP 2
+u8 tlbb_heat_fold(u8 heat, bool young);
+/*
+ * Heat samples per tick: 0 without a window (heat_window_ms 0 or at least
+ * interval_ms: one sample of the whole tick), else heat_samples windows of
+ * heat_window_ms back to back, no more than fit before the next tick
+ * (at least one).
+ */
+u64 tlbb_heat_windows(const struct tlbb_params *p);
+
 const char *tlbb_state_name(enum tlbb_state s);
 const char *tlbb_group_name(enum tlbb_group g);
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 typedef uint64_t u64;
 typedef uint32_t u32;
+typedef uint8_t u8;
 typedef int64_t s64;
 #endif
 

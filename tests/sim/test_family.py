@@ -136,16 +136,42 @@ def test_safe_at_least_as_close_to_best_fixed_as_the_others(out):
                                best * (1 + family.GOAL_VS_BEST_FIXED)), r
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'goal not met (docs/simulator.md, "A workload family"): with the '
-    'hot set at the top of a 4 GiB VM (seed 9) the best limit held from '
-    'the start, 32 of 128 (0.9269 of no controller), keeps the pages '
-    'that faulted in first; a limiter that splits in the default order '
-    '(highest first) splits the hot set, and every limit below 128 it '
-    'reaches costs 17-19 % more (0.9888 at best, 127): safe 0.9969'))
 def test_safe_within_2pct_of_best_fixed_on_stationary(out):
+    """Met since method safe splits by heat (split_order auto): on seed 9
+    (hot set at the top of a 4 GiB VM) address order split the hot set
+    and safe ended 7.5 % from the best limit held from the start."""
     name = '%s_stationary_within_2pct_of_best_fixed' % family.NEW_METHOD
     assert out['checks'][name], family.table(out)
+    top = [r for r in out['rows'] if r.get('seed') == 9]
+    assert top, 'seed 9 (place: top) is one of the CI seeds'
+    best = top[0]['best_fixed']['vs_off']
+    assert best < 0.95     # holding a limit pays there: not vacuous
+    assert top[0][family.NEW_METHOD]['vs_off'] <= \
+        best * (1 + family.GOAL_VS_BEST_FIXED), family.table(out)
+
+
+@pytest.mark.parametrize('at', ['3072M', '0M'], ids=['top', 'bottom'])
+def test_safe_keeps_seed_9s_hot_set_at_either_end(tlbsim, at):
+    """Seed 9's hot set at the top (as drawn) and mirrored to the bottom:
+    no address order keeps both (highest first splits the top one, lowest
+    first the bottom one); heat, sampled by frequency (several windows a
+    tick), keeps either. Method safe within 2 % of the limit held from
+    the start at the hot set's 32 of 128 pages."""
+    spec = family.workload(9)['spec']
+    assert 'hot_at=3072M' in spec
+    spec = spec.replace('hot_at=3072M', 'hot_at=' + at)
+
+    def one(cfg):
+        return engine.run(cfg, workload=spec, accesses=family.CI_ACCESSES,
+                          tlbsim=tlbsim, series=False)['est_time_s']
+
+    off = one(engine.Config('off'))
+    held = one(engine.Config('fixed-32', huge_limit=32)) / off
+    safe = one(methods.config('safe', 2)) / off
+    print('%s: held 32 %.4f, safe %.4f of the controller off'
+          % (spec, held, safe))
+    assert held < 0.95
+    assert safe <= held * (1 + family.GOAL_VS_BEST_FIXED)
 
 
 def test_safe_within_2pct_of_best_limit_reached_by_splitting(out):

@@ -180,7 +180,8 @@ enum tlbs_model {
  * Which host huge pages the limiter splits first (src/split_order.c):
  * high = the module's address order, heat = coldest by the simulated
  * accessed bits. The module's split_order tunable maps 0, 1, 2 to high,
- * random, heat; low is the simulator's own (for comparison).
+ * random, heat (3, auto, to heat under method safe, else high: see
+ * tlbb_split_order()); low is the simulator's own (for comparison).
  */
 enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM,
 			TLBS_SPLIT_HEAT };
@@ -208,7 +209,7 @@ struct tlbs_mmu {
 	enum tlbs_split_order split_order;
 	u64 rng;
 	/* split_order heat: per host region, accessed since the last sample
-	 * and the last eight samples (newest in the top bit) */
+	 * and its heat (tlbb_heat_fold() of the samples) */
 	unsigned char *accessed, *heat;
 	u64 heat_cursor;
 	/* counters */
@@ -357,10 +358,11 @@ u64 tlbs_restore_pick(struct tlbs_mmu *u);
 /* Set the accessed bits of the host regions @n offsets touch. */
 int tlbs_heat_mark(struct tlbs_mmu *u, const u64 *off, u32 n);
 /*
- * One tick's sample: @budget regions from the cursor, their bits cleared
- * (all bits, with a @window: only the accesses of the next count).
+ * One sample: @budget regions from the cursor folded into their heat, their
+ * bits cleared (all bits, with a @window: only the accesses of the next
+ * count); the cursor moves on past them on the tick's @last sample only.
  */
-int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window);
+int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window, int last);
 void tlbs_heat_free(struct tlbs_mmu *u);
 
 #endif /* TLBSIM_H */

@@ -276,9 +276,10 @@ static int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* the module's tunable, unless --split-order says otherwise */
+	/* the module's tunable (auto: by method), unless --split-order says
+	 * otherwise */
 	if (!split)
-		r.split_order = tlbs_split_order_of_param(r.p.split_order);
+		r.split_order = tlbs_split_order_of_param(tlbb_split_order(&r.p));
 	if (series) {
 		r.series = fopen(series, "w");
 		if (!r.series) {

@@ -15,6 +15,7 @@
 #include "run.h"
 
 #define CHUNK 4096
+#define HEAT_CHUNK 512	/* accesses per chunk while heat windows run */
 
 static const char *const model_names[] = { "native", "vz", "combined" };
 static const char *const ctrl_names[] = { "off", "monitor", "balance" };
@@ -98,8 +99,7 @@ static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
 
 	if (u->split_order == TLBS_SPLIT_HEAT)
 		tlbs_heat_sample(u, r->p.heat_scan_pmds,
-				 r->p.heat_window_ms &&
-				 r->p.heat_window_ms < r->p.interval_ms);
+				 tlbb_heat_windows(&r->p) != 0, 1);
 	if (r->fixed_limit != ~0ULL && !r->fixed_limit_applied &&
 	    t_ns / 1e9 >= r->fixed_limit_at_s) {
 		r->fixed_limit_applied = 1;
@@ -138,9 +138,13 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	double tick_ns = (double)r->p.interval_ms * 1e6, next = tick_ns, t;
 	double t0 = now_s(CLOCK_MONOTONIC), stop_ns = r->max_seconds * 1e9;
 	double c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
-	double window_ns = r->p.heat_window_ms < r->p.interval_ms ?
-			   (double)r->p.heat_window_ms * 1e6 : 0;
-	int last_dir = 0;
+	/* split_order heat: the tick's windows, back to back, end at it */
+	u64 windows = tlbb_heat_windows(&r->p);
+	double window_ns = windows ? (double)r->p.heat_window_ms * 1e6 : 0;
+	double span_ns = window_ns * windows;
+	double win_end = next - span_ns + window_ns;	/* the window's */
+	double t_last = 0, dur = 0;
+	int heat = r->split_order == TLBS_SPLIT_HEAT, last_dir = 0;
 	u64 last_limit;
 	u32 n;
 
@@ -184,6 +188,9 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 			"huge_pages,huge_limit,state,load_pm,imbalance\n");
 	for (;;) {
 		n = CHUNK;
+		/* short chunks while the windows run: each window its own */
+		if (heat && windows && t_last + 2 * dur > next - span_ns)
+			n = HEAT_CHUNK;
 		if (r->max_accesses) {
 			if (r->u.accesses >= r->max_accesses)
 				break;
@@ -195,13 +202,21 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 			break;
 		tlbs_mmu_run(&r->u, buf, n);
 		t = tlbs_mmu_time_ns(&r->u);
-		/* accessed bits count from heat_window_ms before the tick */
-		if (r->u.split_order == TLBS_SPLIT_HEAT &&
-		    (!window_ns || t > next - window_ns) &&
+		dur = t - t_last;
+		t_last = t;
+		/* accessed bits count from the first window before the tick */
+		if (heat && (!window_ns || t > next - span_ns) &&
 		    tlbs_heat_mark(&r->u, buf, n)) {
 			free(buf);
 			snprintf(err, errlen, "out of memory");
 			return -1;
+		}
+		/* each window but the last ends in a sample; the tick takes
+		 * the last */
+		while (heat && windows && win_end < next - window_ns / 2 &&
+		       t >= win_end) {
+			tlbs_heat_sample(&r->u, r->p.heat_scan_pmds, 1, 0);
+			win_end += window_ns;
 		}
 		while (t >= next) {
 			tick(r, next, prev);
@@ -214,6 +229,7 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 				last_limit = r->c.limit;
 			}
 			next += tick_ns;
+			win_end = next - span_ns + window_ns;
 		}
 		if (stop_ns > 0 && t >= stop_ns)
 			break;

@@ -12,18 +12,24 @@
  *   heat    the coldest first, ties highest first (split_order 2); restores
  *           the hottest first
  *
- * Heat, as the module keeps it: one byte per host region holding its last
- * eight accessed-bit samples, newest in the top bit. Every access sets its
- * region's accessed bit (as if each sample's clearing were followed by a
- * TLB flush: a busy guest's TLB turns over far faster than a tick); each
- * tick samples heat_scan_pmds regions from a cursor that wraps round, as
- * the module's bounded sampling does. With heat_window_ms (below
- * interval_ms) only the accesses of that window before each tick count,
- * as the module clears the bits that long before it samples them (the
- * run marks whole chunks of 4096 accesses, about 0.5 ms). The module can see the accessed bits
- * of huge PMDs only; the simulator samples split regions as well (their
- * PTEs' bits), which orders restores, something the module leaves to
- * khugepaged.
+ * The module's split_order auto (3, the default) is heat under method safe
+ * and address order under the others (tlbb_split_order()); the run maps it
+ * before it starts. --split-order takes the orders themselves, not auto.
+ *
+ * Heat, as the module keeps it: one byte per host region, a count of the
+ * accessed-bit samples that found it used (tlbb_heat_fold() of the module's
+ * core: a young sample adds 2 up to 255, an old one halves it). Every access
+ * sets its region's accessed bit (as if each sample's clearing were followed
+ * by a TLB flush: a busy guest's TLB turns over far faster than a tick);
+ * each tick samples heat_scan_pmds regions from a cursor that wraps round,
+ * as the module's bounded sampling does. With heat_window_ms (below
+ * interval_ms) the tick samples tlbb_heat_windows() windows of that length
+ * back to back, ending at the tick, each counting only its own accesses
+ * (the module arms the windows at the tick and splits after the last one;
+ * the run cuts its chunks to 512 accesses, about 0.14 ms, while the windows
+ * run). The module can see the accessed bits of huge PMDs only; the
+ * simulator samples split regions as well (their PTEs' bits), which orders
+ * restores, something the module leaves to khugepaged.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +52,8 @@ int tlbs_split_order_parse(const char *name, enum tlbs_split_order *o)
 	u64 v;
 
 	/* the module's names (tlbb_choices.def): address, random, heat */
-	if (!tlbb_choice_parse(TLBB_P_split_order, name, strlen(name), &v)) {
+	if (!tlbb_choice_parse(TLBB_P_split_order, name, strlen(name), &v) &&
+	    v != TLBB_SPLIT_AUTO) {
 		*o = tlbs_split_order_of_param(v);
 		return 0;
 	}
@@ -111,7 +118,7 @@ int tlbs_heat_mark(struct tlbs_mmu *u, const u64 *off, u32 n)
 	return 0;
 }
 
-int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window)
+int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window, int last)
 {
 	u64 i, c;
 
@@ -119,13 +126,14 @@ int tlbs_heat_sample(struct tlbs_mmu *u, u64 budget, int window)
 		return -1;
 	c = u->heat_cursor;
 	for (i = 0; i < budget && i < u->nhost; i++) {
-		u->heat[c] = (unsigned char)((u->heat[c] >> 1) |
-					     (u->accessed[c] ? 0x80 : 0));
+		u->heat[c] = tlbb_heat_fold(u->heat[c], u->accessed[c]);
 		u->accessed[c] = 0;
 		if (++c == u->nhost)
 			c = 0;
 	}
-	u->heat_cursor = c;
+	/* the tick's windows sample the same regions; the last moves on */
+	if (last)
+		u->heat_cursor = c;
 	/* with a window, only the accesses of the next window count */
 	if (window)
 		memset(u->accessed, 0, u->nhost);

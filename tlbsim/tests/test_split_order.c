@@ -42,6 +42,8 @@ static void test_names(void)
 	CHECK_EQ(tlbs_split_order_of_param(TLBB_SPLIT_RANDOM),
 		 TLBS_SPLIT_RANDOM);
 	CHECK_EQ(tlbs_split_order_of_param(TLBB_SPLIT_HEAT), TLBS_SPLIT_HEAT);
+	/* auto stands for an order by method: a run's, not a name's */
+	CHECK_EQ(tlbs_split_order_parse("auto", &o), -1);
 }
 
 static void touch(struct tlbs_mmu *u, u64 region)
@@ -63,21 +65,28 @@ static void test_heat_order(void)
 	u.split_order = TLBS_SPLIT_HEAT;
 	for (r = 0; r < 4; r++)
 		touch(&u, r);
+	/* a window that is not the tick's last: the cursor stays */
+	CHECK_EQ(tlbs_heat_sample(&u, 4, 1, 0), 0);
+	CHECK_EQ(u.heat_cursor, 0);
+	CHECK_EQ(u.heat[0], TLBB_HEAT_STEP);
+	CHECK_EQ(u.accessed[3], 0);
+	for (r = 0; r < 4; r++)
+		touch(&u, r);
 	/* a budget of 3: regions 0-2 sampled, the cursor at 3 */
-	CHECK_EQ(tlbs_heat_sample(&u, 3, 0), 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 3, 0, 1), 0);
 	CHECK_EQ(u.heat_cursor, 3);
-	CHECK_EQ(u.heat[0], 0x80);
-	CHECK_EQ(u.heat[3], 0);
+	CHECK_EQ(u.heat[0], 2 * TLBB_HEAT_STEP);
+	CHECK_EQ(u.heat[3], TLBB_HEAT_STEP);	/* not sampled again */
 	CHECK_EQ(u.accessed[3], 1);	/* not sampled: still set */
 	/* regions 1 and 3 hot, 0 and 2 idle, one full sample */
 	touch(&u, 1);
 	touch(&u, 3);
-	CHECK_EQ(tlbs_heat_sample(&u, 4, 0), 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 4, 0, 1), 0);
 	CHECK_EQ(u.heat_cursor, 3);
-	CHECK_EQ(u.heat[1], 0x40 | 0x80);
-	CHECK_EQ(u.heat[3], 0x80);
-	CHECK_EQ(u.heat[0], 0x40);
-	CHECK_EQ(u.heat[2], 0x40);
+	CHECK_EQ(u.heat[1], 3 * TLBB_HEAT_STEP);
+	CHECK_EQ(u.heat[3], 2 * TLBB_HEAT_STEP);
+	CHECK_EQ(u.heat[0], TLBB_HEAT_STEP);	/* halved */
+	CHECK_EQ(u.heat[2], TLBB_HEAT_STEP);
 	/* limit 2: the coldest two, the higher of the equals first */
 	tlbs_mmu_apply_limit(&u, 3);
 	CHECK_EQ(tlbs_mmu_stage2_class(&u, 2 * 32 * MB), TLBS_BASE);
@@ -88,10 +97,16 @@ static void test_heat_order(void)
 	CHECK_EQ(tlbs_mmu_stage2_class(&u, 3 * 32 * MB), TLBS_HUGE);
 	/* with a window only the accesses after the sample count */
 	touch(&u, 2);
-	CHECK_EQ(tlbs_heat_sample(&u, 4, 1), 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 4, 1, 1), 0);
 	CHECK_EQ(u.accessed[2], 0);
-	CHECK_EQ(u.heat[2], 0x80 | 0x20);
-	CHECK_EQ(u.heat[0], 0x20);
+	CHECK_EQ(u.heat[2], 2 * TLBB_HEAT_STEP);
+	CHECK_EQ(u.heat[0], TLBB_HEAT_STEP / 2);
+	/* a window clears the bits it did not sample (region 0's) too */
+	touch(&u, 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 1, 1, 0), 0);
+	CHECK_EQ(u.accessed[0], 0);
+	CHECK_EQ(u.heat[0], TLBB_HEAT_STEP / 2);
+	CHECK_EQ(u.heat_cursor, 3);
 	/* raise to 3: the hottest split region (2) comes back first, though
 	 * region 0 was split last */
 	tlbs_mmu_apply_limit(&u, 3);
@@ -107,9 +122,9 @@ static void test_heat_order(void)
 	CHECK_EQ(tlbs_mmu_init(&u, &m, TLBS_VZ, 128 * MB, 1, 1, 0), 0);
 	for (r = 0; r < 4; r++)
 		touch(&u, r);
-	CHECK_EQ(tlbs_heat_sample(&u, 4, 0), 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 4, 0, 1), 0);
 	touch(&u, 3);
-	CHECK_EQ(tlbs_heat_sample(&u, 4, 0), 0);
+	CHECK_EQ(tlbs_heat_sample(&u, 4, 0, 1), 0);
 	tlbs_mmu_apply_limit(&u, 3);
 	CHECK_EQ(tlbs_mmu_stage2_class(&u, 3 * 32 * MB), TLBS_BASE);
 	tlbs_mmu_free(&u);

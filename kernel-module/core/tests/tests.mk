@@ -9,7 +9,7 @@
 
 TEST_SRCS := tests/test_main.c tests/vm_helper.c tests/test_params.c \
 	tests/test_arith.c tests/test_method.c tests/test_invariants.c \
-	tests/test_hill.c tests/test_safe.c \
+	tests/test_hill.c tests/test_safe.c tests/test_heat.c \
 	tests/test_pmu_table.c
 TEST_HDRS := tests/test_harness.h tests/vm_helper.h $(PMU_HDRS)
 COV_DIR := $(O)/cov

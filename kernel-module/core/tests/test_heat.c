@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * The heat of split_order heat: the fold of one accessed-bit sample, the
+ * windows a tick samples, and the order split_order auto stands for.
+ */
+#include "test_harness.h"
+#include "vm_helper.h"
+
+TEST(heat_fold_counts_young_halves_on_old)
+{
+	u8 h = 0;
+	unsigned int i;
+
+	TEST_ASSERT_EQ(tlbb_heat_fold(0, true), TLBB_HEAT_STEP);
+	TEST_ASSERT_EQ(tlbb_heat_fold(100, true), 100 + TLBB_HEAT_STEP);
+	TEST_ASSERT_EQ(tlbb_heat_fold(255 - TLBB_HEAT_STEP, true), 255);
+	TEST_ASSERT_EQ(tlbb_heat_fold(255 - TLBB_HEAT_STEP + 1, true), 255);
+	TEST_ASSERT_EQ(tlbb_heat_fold(255, true), 255);
+	TEST_ASSERT_EQ(tlbb_heat_fold(255, false), 127);
+	TEST_ASSERT_EQ(tlbb_heat_fold(1, false), 0);
+	TEST_ASSERT_EQ(tlbb_heat_fold(0, false), 0);
+	/* used in every window: up to 255 and held there */
+	for (i = 0; i < 200; i++)
+		h = tlbb_heat_fold(h, true);
+	TEST_ASSERT_EQ(h, 255);
+	/* one unused window: 64 used ones before it is back at 255 */
+	h = tlbb_heat_fold(h, false);
+	for (i = 0; i < 128 / TLBB_HEAT_STEP - 1; i++)
+		h = tlbb_heat_fold(h, true);
+	TEST_ASSERT(h < 255, "back after %u windows: %u", i, h);
+	h = tlbb_heat_fold(h, true);
+	TEST_ASSERT_EQ(h, 255);
+}
+
+/* A page unused in one window of @every ends below one never unused. */
+TEST(heat_fold_orders_by_how_often_unused)
+{
+	u8 hot = 0, warm = 0, cold = 0;
+	unsigned int i;
+
+	for (i = 1; i <= 1000; i++) {
+		hot = tlbb_heat_fold(hot, true);
+		warm = tlbb_heat_fold(warm, i % 50);
+		cold = tlbb_heat_fold(cold, i % 8);
+	}
+	TEST_ASSERT(hot == 255 && warm < hot && cold < warm,
+		    "hot %u warm %u cold %u", hot, warm, cold);
+}
+
+TEST(heat_windows_fit_the_tick)
+{
+	struct tlbb_params p;
+
+	tlbb_params_default(&p);
+	TEST_ASSERT_EQ(p.heat_samples, 8);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 8);
+	p.heat_window_ms = 0;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 0);
+	p.heat_window_ms = 100;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 0);
+	p.heat_window_ms = 19;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 5);	/* 5 x 19 < 100 */
+	p.interval_ms = 2;
+	p.heat_window_ms = 1;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 1);
+	p.interval_ms = 1000;
+	p.heat_samples = 50;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 50);
+}
+
+TEST(split_order_auto_is_heat_under_safe_only)
+{
+	struct tlbb_params p;
+
+	tlbb_params_default(&p);
+	TEST_ASSERT_EQ(p.split_order, TLBB_SPLIT_AUTO);
+	TEST_ASSERT_EQ(p.method, TLBB_METHOD_PAPER);
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
+	p.method = TLBB_METHOD_HILL;
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
+	p.method = TLBB_METHOD_SAFE;
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_HEAT);
+	p.split_order = TLBB_SPLIT_ADDRESS;
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
+	p.split_order = TLBB_SPLIT_RANDOM;
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_RANDOM);
+	p.method = TLBB_METHOD_PAPER;
+	p.split_order = TLBB_SPLIT_HEAT;
+	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_HEAT);
+}
