@@ -30,7 +30,7 @@
  * lock again and samples the same slots (tlbb_heat_collect()). Sampling
  * clears the bits, so a sample is also the start of the next window: the
  * work samples heat_samples windows back to back (default 8, as many as
- * fit in the tick: tlbb_heat_windows()), queueing itself a window on
+ * fit in half the tick: tlbb_heat_windows()), queueing itself a window on
  * after each, and after the last enforces the limit with the fresh heat
  * (tlbb_vm.c). Several windows a tick, as DAMON's sampling intervals
  * within its aggregation interval: on a 4 GiB VM with 95 % of the accesses
@@ -226,7 +226,8 @@ static unsigned long tlbb_heat_delay(const struct tlbb_params *p)
 unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	const struct tlbb_params *p = &vm->params;
-	u64 windows = tlbb_heat_windows(p);
+	u64 windows = tlbb_heat_windows(p,
+					jiffies_to_msecs(tlbb_heat_delay(p)));
 
 	if (vm->heat.fed)
 		return 0;	/* user space writes the heat */

@@ -762,13 +762,17 @@ u8 tlbb_heat_fold(u8 heat, bool young)
 	return heat > 255 - TLBB_HEAT_STEP ? 255 : heat + TLBB_HEAT_STEP;
 }
 
-u64 tlbb_heat_windows(const struct tlbb_params *p)
+u64 tlbb_heat_windows(const struct tlbb_params *p, u64 window_ms)
 {
 	u64 fit;
 
 	if (!p->heat_window_ms || p->heat_window_ms >= p->interval_ms)
 		return 0;
-	fit = (p->interval_ms - 1) / p->heat_window_ms;
+	if (window_ms < p->heat_window_ms)
+		window_ms = p->heat_window_ms;
+	fit = p->interval_ms / (2 * window_ms);
+	if (!fit)
+		fit = 1;
 	return p->heat_samples < fit ? p->heat_samples : fit;
 }
 

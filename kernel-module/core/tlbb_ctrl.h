@@ -223,11 +223,14 @@ u64 tlbb_split_order(const struct tlbb_params *p);
 u8 tlbb_heat_fold(u8 heat, bool young);
 /*
  * Heat samples per tick: 0 without a window (heat_window_ms 0 or at least
- * interval_ms: one sample of the whole tick), else heat_samples windows of
- * heat_window_ms back to back, no more than fit before the next tick
- * (at least one).
+ * interval_ms: one sample of the whole tick), else heat_samples windows
+ * back to back, no more than fit in half the tick (at least one), so that
+ * the last ends well before the next tick even when its work runs late.
+ * @window_ms is what one window really lasts, if longer than
+ * heat_window_ms: in the module a delayed work's whole jiffies (4 ms at
+ * HZ=250), in tlbsim heat_window_ms itself.
  */
-u64 tlbb_heat_windows(const struct tlbb_params *p);
+u64 tlbb_heat_windows(const struct tlbb_params *p, u64 window_ms);
 
 const char *tlbb_state_name(enum tlbb_state s);
 const char *tlbb_group_name(enum tlbb_group g);

@@ -99,7 +99,7 @@ static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
 
 	if (u->split_order == TLBS_SPLIT_HEAT)
 		tlbs_heat_sample(u, r->p.heat_scan_pmds,
-				 tlbb_heat_windows(&r->p) != 0, 1);
+				 tlbb_heat_windows(&r->p, r->p.heat_window_ms) != 0, 1);
 	if (r->fixed_limit != ~0ULL && !r->fixed_limit_applied &&
 	    t_ns / 1e9 >= r->fixed_limit_at_s) {
 		r->fixed_limit_applied = 1;
@@ -139,7 +139,7 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 	double t0 = now_s(CLOCK_MONOTONIC), stop_ns = r->max_seconds * 1e9;
 	double c0 = now_s(CLOCK_THREAD_CPUTIME_ID);
 	/* split_order heat: the tick's windows, back to back, end at it */
-	u64 windows = tlbb_heat_windows(&r->p);
+	u64 windows = tlbb_heat_windows(&r->p, r->p.heat_window_ms);
 	double window_ns = windows ? (double)r->p.heat_window_ms * 1e6 : 0;
 	double span_ns = window_ns * windows;
 	double win_end = next - span_ns + window_ns;	/* the window's */

@@ -53,19 +53,29 @@ TEST(heat_windows_fit_the_tick)
 
 	tlbb_params_default(&p);
 	TEST_ASSERT_EQ(p.heat_samples, 8);
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 8);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, p.heat_window_ms), 8);
+	/* a jiffy of 4 ms (HZ=250): 8 of them fit in half of 100 ms */
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 4), 8);
+	/* a 20 ms tick: two 4 ms windows in its first half */
+	p.interval_ms = 20;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 4), 2);
+	/* shorter than asked is not what a caller can deliver */
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 0), 8);
+	p.interval_ms = 100;
 	p.heat_window_ms = 0;
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 0);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 0), 0);
 	p.heat_window_ms = 100;
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 0);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 100), 0);
 	p.heat_window_ms = 19;
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 5);	/* 5 x 19 < 100 */
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 19), 2);	/* 2 x 19 <= 50 */
+	p.heat_window_ms = 60;
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 60), 1);	/* at least one */
 	p.interval_ms = 2;
 	p.heat_window_ms = 1;
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 1);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 1), 1);
 	p.interval_ms = 1000;
 	p.heat_samples = 50;
-	TEST_ASSERT_EQ(tlbb_heat_windows(&p), 50);
+	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 1), 50);
 }
 
 TEST(split_order_auto_is_heat_under_safe_only)
