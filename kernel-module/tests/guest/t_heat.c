@@ -34,9 +34,10 @@
  * 16 pages split): hot pages are split, which shows this test tells the
  * orders apart. Then the sampling's cost: 512 MiB of THP memory in a
  * second VM, ten ticks; the debugfs tick_cost file gives the time per slot
- * visited, printed as a "# BENCH heat" line with the cost per tick per GiB
- * (512 slots of 2 MiB, each visited twice a tick: clearing, then reading
- * after heat_window_ms). Before that, samples in flight while a VM's mode
+ * visited, printed as "# BENCH heat" lines with the cost per tick per GiB,
+ * with one window a tick and with the default 8 (each slot visited
+ * heat_samples + 1 times a tick: clearing, then reading after each
+ * window). Before that, samples in flight while a VM's mode
  * switches every millisecond and the VM is removed straight after off.
  *
  * tlbb-test-timeout: 240
@@ -347,47 +348,54 @@ static void mode_race(void)
 /*
  * The sampling's cost on 512 MiB of THP memory (256 slots, every one a
  * huge PMD, all sampled each tick): a second VM in balance mode with
- * split_order 2 and no load, ten ticks.
+ * split_order 2, the default 100 ms tick and no load, ten ticks' worth of
+ * visits with @samples windows a tick (heat_samples), so @samples + 1
+ * visits of each slot a tick (clearing, then one reading per window).
  */
-static void bench(void)
+static void bench_one(char *b, size_t blen, unsigned int samples)
 {
-	size_t blen = 256 * pmd, off;
-	uint64_t ns0, v0, ns, visits;
-	char *b = thp_alloc(blen, 0, 1);
+	uint64_t ns0, v0, ns, visits, want = 10 * (samples + 1) * 256;
 	double t0;
 	int err;
 
-	for (off = 0; off < blen; off += pmd)
-		b[off] = 1;
-	tap_diag("bench: %ld of 256 huge pages", thp_huge_pages(0, b, blen));
 	ns0 = cost_field("heat_ns");
 	v0 = cost_field("heat_pmds");
 	err = tlbb_vm_create("heatbench");
 	err = err ?: tlbb_set("heatbench", "pid", "%d\n", getpid());
 	err = err ?: tlbb_set("heatbench", "ranges", "%p 0x%zx 0x0\n", b,
 			      blen);
-	err = err ?: tlbb_set("heatbench", "interval_ms", "50\n");
 	err = err ?: tlbb_set("heatbench", "split_order", "2\n");
+	err = err ?: tlbb_set("heatbench", "heat_samples", "%u\n", samples);
 	err = err ?: tlbb_set_mode("heatbench", TLBB_MODE_BALANCE);
 	tap_require(!err, "bench: register 512 MiB: %s", strerror(-err));
 	t0 = tlbb_now_s();
-	while (cost_field("heat_pmds") - v0 < 10 * 2 * 256 &&
-	       tlbb_now_s() - t0 < 30)
+	while (cost_field("heat_pmds") - v0 < want && tlbb_now_s() - t0 < 30)
 		tlbb_msleep(50);
 	ns = cost_field("heat_ns") - ns0;
 	visits = cost_field("heat_pmds") - v0;
-	tap_ok(visits >= 10 * 2 * 256 && !tlbb_set_mode("heatbench",
-							    TLBB_MODE_OFF) &&
+	tap_ok(visits >= want && !tlbb_set_mode("heatbench", TLBB_MODE_OFF) &&
 	       !tlbb_vm_remove("heatbench"),
-	       "bench: ten ticks sampled 256 huge pages (%llu visits)",
-	       (unsigned long long)visits);
-	/* a tick visits each sampled slot twice: clearing and reading */
+	       "bench: heat_samples %u, ten ticks sampled 256 huge pages (%llu visits)",
+	       samples, (unsigned long long)visits);
+	/* a tick visits each slot heat_samples + 1 times; 512 slots a GiB */
 	if (visits)
-		tap_diag("BENCH heat ns_per_slot_visit %llu ns_per_tick_per_gib "
-			 "%llu (512 slots, two visits each; TCG guest: "
-			 "emulated, not native speed)",
-			 (unsigned long long)(ns / visits),
-			 (unsigned long long)(ns * 1024 / visits));
+		tap_diag("BENCH heat heat_samples %u ns_per_slot_visit %llu ns_per_tick_per_gib %llu (512 slots, %u visits each; TCG guest: emulated, not native speed)",
+			 samples, (unsigned long long)(ns / visits),
+			 (unsigned long long)(ns * 512 * (samples + 1) /
+					      visits), samples + 1);
+}
+
+static void bench(void)
+{
+	size_t blen = 256 * pmd, off;
+	char *b = thp_alloc(blen, 0, 1);
+
+	for (off = 0; off < blen; off += pmd)
+		b[off] = 1;
+	tap_diag("bench: %ld of 256 huge pages", thp_huge_pages(0, b, blen));
+	/* one window a tick (as before heat by frequency), then the default */
+	bench_one(b, blen, 1);
+	bench_one(b, blen, 8);
 	thp_free(b, blen);
 }
 
