@@ -89,7 +89,8 @@ struct tlbb_limiter {
  * slot, its accessed-bit samples folded by the core's tlbb_heat_fold() (a
  * count of the windows that found it used, halved by each that did not),
  * or (fed) what user space last wrote to the VM's heat attribute; NULL
- * until split_order heat (2, or auto under method safe) first samples or
+ * until split_order heat (2, or address under method safe with
+ * safe_split_heat) first samples or
  * user space first writes.
  */
 struct tlbb_heat {

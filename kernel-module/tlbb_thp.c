@@ -19,8 +19,8 @@
  * of the guest, often hot) huge longest. 1, random: each huge page equally
  * likely (selection sampling, one walk). 2, heat: the coldest first by the
  * accessed bits tlbb_heat.c samples each tick, ties highest address first.
- * 3, auto (the default): heat under method safe, address order under the
- * others (tlbb_split_order()). Whatever an order leaves unsplit (a page it
+ * Under method safe, address (the default) means heat while safe_split_heat
+ * is set (its default; tlbb_split_order()). Whatever an order leaves unsplit (a page it
  * did not pick, or that changed under it) goes in address order, so every
  * order meets the limit; a page is tried once per tick whatever the passes (a
  * page that cannot be split is attempted, and counted failed, once).
@@ -260,7 +260,7 @@ static void tlbb_split_by_heat(struct tlbb_vm *vm, struct mm_struct *mm,
 
 /*
  * Split @excess of the @n huge PMDs in the order vm->params.split_order
- * asks (auto: the method's, tlbb_split_order()); what the order leaves
+ * asks (as tlbb_split_order() reads it for the method); what the order leaves
  * (pages it did not pick, or that changed under it) goes in address order,
  * last range and highest address first.
  * Each page is tried at most once a call: an order's passes mark the slots

@@ -749,10 +749,10 @@ enum tlbb_action tlbb_ctrl_tick(struct tlbb_ctrl *c,
 
 u64 tlbb_split_order(const struct tlbb_params *p)
 {
-	if (p->split_order != TLBB_SPLIT_AUTO)
-		return p->split_order;
-	return p->method == TLBB_METHOD_SAFE ? TLBB_SPLIT_HEAT :
-					       TLBB_SPLIT_ADDRESS;
+	if (p->method == TLBB_METHOD_SAFE && p->safe_split_heat &&
+	    p->split_order == TLBB_SPLIT_ADDRESS)
+		return TLBB_SPLIT_HEAT;
+	return p->split_order;
 }
 
 u8 tlbb_heat_fold(u8 heat, bool young)

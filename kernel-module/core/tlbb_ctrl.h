@@ -204,8 +204,11 @@ u64 tlbb_imbalance_milli(const struct tlbb_params *p, u64 refills_huge,
 			 u64 refills_small, enum tlbb_group *dominant);
 
 /*
- * The split order in force: split_order, except auto: heat under method
- * safe, address under the others (TLBB_SPLIT_ADDRESS/RANDOM/HEAT).
+ * The split order in force: split_order, except under method safe with
+ * safe_split_heat set (the default), where address (split_order's
+ * default) means heat. A new name rather than a new split_order value, so
+ * that a release that does not know it can ignore it (docs/upgrade.md,
+ * "Names only grow").
  */
 u64 tlbb_split_order(const struct tlbb_params *p);
 

@@ -26,9 +26,7 @@ import dataclasses
 from nova_tlbbalance import module_defs
 from nova_tlbbalance.simulate import engine
 
-# the orders themselves: auto stands for one of them by method
-ORDERS = tuple(o for o in module_defs.choice_names('split_order')
-               if o != 'auto')
+ORDERS = module_defs.choice_names('split_order')
 NEVER_WORSE = 1.001
 BEATS = 0.99
 LIMIT_AT_S = 2.0

@@ -26,7 +26,7 @@ def test_table_parsed_into_the_params():
     assert [(c.value, c.name) for c in method.choices] == [
         (0, 'paper'), (1, 'hill'), (2, 'safe')]
     assert module_defs.choice_names('split_order') == (
-        'address', 'random', 'heat', 'auto')
+        'address', 'random', 'heat')
     assert all(c.help for c in method.choices)
     assert [p.name for p in module_defs.params() if p.choices] == [
         'split_order', 'method']
@@ -34,15 +34,14 @@ def test_table_parsed_into_the_params():
 
 def test_check_takes_the_name_and_the_number():
     p = module_defs.param('split_order')
-    assert [p.check(v) for v in ('heat', 2, '0', 'random', 'auto')] == [
-        2, 2, 0, 1, 3]
+    assert [p.check(v) for v in ('heat', 2, '0', 'random')] == [2, 2, 0, 1]
     assert p.name_of(2) == 'heat'
     with pytest.raises(ValueError, match="split_order: 'hot' is not one of "
-                       "address, random, heat, auto or 0..3"):
+                       "address, random, heat or 0..2"):
         p.check('hot')
-    with pytest.raises(ValueError, match='split_order: 4 is outside address'
-                       r' \| random \| heat \| auto \(0..3 order\)'):
-        p.check(4)
+    with pytest.raises(ValueError, match='split_order: 3 is outside address'
+                       r' \| random \| heat \(0..2 order\)'):
+        p.check(3)
     with pytest.raises(ValueError, match="samples: 'heat' is not a decimal"):
         module_defs.param('samples').check('heat')
 

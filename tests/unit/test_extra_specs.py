@@ -95,17 +95,17 @@ def test_split_order_takes_its_names_and_numbers():
     the number is still taken; a name is matched whole and in its case,
     and another tunable's name is refused."""
     s = es.spec('tlbbalance:split_order')
-    assert [s.parse(v) for v in ('address', 'random', ' heat ', '2',
-                                 'auto')] == [0, 1, 2, 2, 3]
-    for bad in ('Heat', 'hea', 'hill', '4'):
+    assert [s.parse(v) for v in ('address', 'random', ' heat ', '2')] == \
+        [0, 1, 2, 2]
+    for bad in ('Heat', 'hea', 'hill', '3'):
         with pytest.raises(ValueError, match='allowed: address | random | '
-                           'heat | auto, or an integer 0..3'):
+                           'heat, or an integer 0..2'):
             s.parse(bad)
 
 
 def test_only_the_enumerated_tunables_have_names():
     named = {s.name: s.names for s in es.SPECS if s.names}
-    assert named == {'split_order': ('address', 'random', 'heat', 'auto'),
+    assert named == {'split_order': ('address', 'random', 'heat'),
                      'method': ('paper', 'hill', 'safe')}
     with pytest.raises(ValueError, match='an integer 1..64'):
         es.spec('tlbbalance:samples').parse('paper')

@@ -12,9 +12,10 @@
  *   heat    the coldest first, ties highest first (split_order 2); restores
  *           the hottest first
  *
- * The module's split_order auto (3, the default) is heat under method safe
- * and address order under the others (tlbb_split_order()); the run maps it
- * before it starts. --split-order takes the orders themselves, not auto.
+ * Under method safe the module splits by heat while split_order is address
+ * (0, its default) and safe_split_heat is 1 (its default):
+ * tlbb_split_order(); the run maps it before it starts. --split-order sets
+ * the order itself, whatever the method.
  *
  * Heat, as the module keeps it: one byte per host region, a count of the
  * accessed-bit samples that found it used (tlbb_heat_fold() of the module's
@@ -52,8 +53,7 @@ int tlbs_split_order_parse(const char *name, enum tlbs_split_order *o)
 	u64 v;
 
 	/* the module's names (tlbb_choices.def): address, random, heat */
-	if (!tlbb_choice_parse(TLBB_P_split_order, name, strlen(name), &v) &&
-	    v != TLBB_SPLIT_AUTO) {
+	if (!tlbb_choice_parse(TLBB_P_split_order, name, strlen(name), &v)) {
 		*o = tlbs_split_order_of_param(v);
 		return 0;
 	}

@@ -78,20 +78,22 @@ TEST(heat_windows_fit_the_tick)
 	TEST_ASSERT_EQ(tlbb_heat_windows(&p, 1), 50);
 }
 
-TEST(split_order_auto_is_heat_under_safe_only)
+TEST(safe_splits_by_heat_by_default_the_others_by_address)
 {
 	struct tlbb_params p;
 
 	tlbb_params_default(&p);
-	TEST_ASSERT_EQ(p.split_order, TLBB_SPLIT_AUTO);
+	TEST_ASSERT_EQ(p.split_order, TLBB_SPLIT_ADDRESS);
+	TEST_ASSERT_EQ(p.safe_split_heat, 1);
 	TEST_ASSERT_EQ(p.method, TLBB_METHOD_PAPER);
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
 	p.method = TLBB_METHOD_HILL;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
 	p.method = TLBB_METHOD_SAFE;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_HEAT);
-	p.split_order = TLBB_SPLIT_ADDRESS;
+	p.safe_split_heat = 0;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
+	p.safe_split_heat = 1;
 	p.split_order = TLBB_SPLIT_RANDOM;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_RANDOM);
 	p.method = TLBB_METHOD_PAPER;
