@@ -137,9 +137,10 @@ def test_safe_at_least_as_close_to_best_fixed_as_the_others(out):
 
 
 def test_safe_within_2pct_of_best_fixed_on_stationary(out):
-    """Met since method safe splits by heat (safe_split_heat, default 1): on seed 9
-    (hot set at the top of a 4 GiB VM) address order split the hot set
-    and safe ended 7.5 % from the best limit held from the start."""
+    """Met since method safe splits by heat (safe_split_heat, default 1):
+    on seed 9 (hot set at the top of a 4 GiB VM) address order split the
+    hot set and safe ended 7.5 % from the best limit held from the start.
+    """
     name = '%s_stationary_within_2pct_of_best_fixed' % family.NEW_METHOD
     assert out['checks'][name], family.table(out)
     top = [r for r in out['rows'] if r.get('seed') == 9]

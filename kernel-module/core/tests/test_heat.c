@@ -93,7 +93,8 @@ TEST(safe_splits_by_heat_by_default_the_others_by_address)
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_HEAT);
 	p.safe_split_heat = 0;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_ADDRESS);
-	p.safe_split_heat = 1;
+	tlbb_params_default(&p);
+	p.method = TLBB_METHOD_SAFE;
 	p.split_order = TLBB_SPLIT_RANDOM;
 	TEST_ASSERT_EQ(tlbb_split_order(&p), TLBB_SPLIT_RANDOM);
 	p.method = TLBB_METHOD_PAPER;
