@@ -180,8 +180,8 @@ enum tlbs_model {
  * Which host huge pages the limiter splits first (src/split_order.c):
  * high = the module's address order, heat = coldest by the simulated
  * accessed bits. The module's split_order tunable maps 0, 1, 2 to high,
- * random, heat (3, auto, to heat under method safe, else high: see
- * tlbb_split_order()); low is the simulator's own (for comparison).
+ * random, heat (under method safe 0 means heat while safe_split_heat is
+ * set: tlbb_split_order()); low is the simulator's own (for comparison).
  */
 enum tlbs_split_order { TLBS_SPLIT_LOW, TLBS_SPLIT_HIGH, TLBS_SPLIT_RANDOM,
 			TLBS_SPLIT_HEAT };

@@ -276,8 +276,8 @@ static int cmd_run(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* the module's tunable (auto: by method), unless --split-order says
-	 * otherwise */
+	/* the module's tunable as the method reads it (tlbb_split_order()),
+	 * unless --split-order says otherwise */
 	if (!split)
 		r.split_order = tlbs_split_order_of_param(tlbb_split_order(&r.p));
 	if (series) {

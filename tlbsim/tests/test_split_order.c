@@ -42,7 +42,7 @@ static void test_names(void)
 	CHECK_EQ(tlbs_split_order_of_param(TLBB_SPLIT_RANDOM),
 		 TLBS_SPLIT_RANDOM);
 	CHECK_EQ(tlbs_split_order_of_param(TLBB_SPLIT_HEAT), TLBS_SPLIT_HEAT);
-	/* auto stands for an order by method: a run's, not a name's */
+	/* no name stands for "by method": that is the run's default */
 	CHECK_EQ(tlbs_split_order_parse("auto", &o), -1);
 }
 
