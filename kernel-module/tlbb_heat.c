@@ -226,20 +226,22 @@ static unsigned long tlbb_heat_delay(const struct tlbb_params *p)
 unsigned long tlbb_heat_arm(struct tlbb_vm *vm, struct mm_struct *mm)
 {
 	const struct tlbb_params *p = &vm->params;
-	u64 windows = tlbb_heat_windows(p,
-					jiffies_to_msecs(tlbb_heat_delay(p)));
+	unsigned long delay;
+	u64 windows;
 
 	if (vm->heat.fed)
 		return 0;	/* user space writes the heat */
 
+	delay = tlbb_heat_delay(p);
+	windows = tlbb_heat_windows(p, jiffies_to_msecs(delay));
 	if (windows) {
 		/* sample no more than were cleared: the same window each */
 		vm->heat.armed = tlbb_heat_walk(vm, mm, false, false,
 						p->heat_scan_pmds);
 		if (vm->heat.armed) {
 			vm->heat.windows_left = windows - 1;
-			vm->heat.due = jiffies + tlbb_heat_delay(p);
-			return tlbb_heat_delay(p);
+			vm->heat.due = jiffies + delay;
+			return delay;
 		}
 		return 0;
 	}

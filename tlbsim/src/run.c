@@ -87,7 +87,8 @@ static double now_s(clockid_t clk)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
+/* @windows: tlbb_heat_windows() of the run, counted once by the caller */
+static void tick(struct tlbs_run *r, double t_ns, u64 *prev, u64 windows)
 {
 	struct tlbs_mmu *u = &r->u;
 	struct tlbb_input in = {
@@ -98,8 +99,7 @@ static void tick(struct tlbs_run *r, double t_ns, u64 *prev)
 	u64 old = r->c.limit;
 
 	if (u->split_order == TLBS_SPLIT_HEAT)
-		tlbs_heat_sample(u, r->p.heat_scan_pmds,
-				 tlbb_heat_windows(&r->p, r->p.heat_window_ms) != 0, 1);
+		tlbs_heat_sample(u, r->p.heat_scan_pmds, windows != 0, 1);
 	if (r->fixed_limit != ~0ULL && !r->fixed_limit_applied &&
 	    t_ns / 1e9 >= r->fixed_limit_at_s) {
 		r->fixed_limit_applied = 1;
@@ -219,7 +219,7 @@ int tlbs_run_exec(struct tlbs_run *r, char *err, size_t errlen)
 			win_end += window_ns;
 		}
 		while (t >= next) {
-			tick(r, next, prev);
+			tick(r, next, prev, windows);
 			if (r->c.limit != last_limit) {
 				int dir = r->c.limit < last_limit ? -1 : 1;
 

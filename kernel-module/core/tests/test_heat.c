@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
  * The heat of split_order heat: the fold of one accessed-bit sample, the
- * windows a tick samples, and the order split_order auto stands for.
+ * windows a tick samples, and the order method safe splits in by default
+ * (safe_split_heat).
  */
 #include "test_harness.h"
 #include "vm_helper.h"
