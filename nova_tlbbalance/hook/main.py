@@ -6,7 +6,10 @@ with the domain XML on stdin. ``migrate`` and ``restore`` must print the
 (possibly changed) XML: it is passed through unchanged. Every other phase
 prints nothing. A domain whose XML lacks the tlbbalance namespace is left
 alone after one substring search, before anything else is imported; so is
-the ``start`` phase (nothing to do between prepare and started).
+the ``start`` phase (nothing to do between prepare and started), and
+``prepare`` of a domain whose policy cannot be strict and asks for THP
+backing (:func:`strictness.prepare_can_wait`: its check is made in
+``started``; an interpreter's imports fewer on the boot's path).
 
 With the ``background`` setting, ``prepare`` and ``started`` of a domain
 whose policy cannot be strict run in a detached child (:mod:`.detach`):
@@ -45,6 +48,8 @@ def main(argv=None, stdin=None, stdout=None, conf=None):
     if NS not in data:
         return 0
     try:
+        if op == 'prepare' and strictness.prepare_can_wait(data):
+            return 0
         return _dispatch(name, op, sub, data, t0, conf)
     except Exception as exc:
         # A broken installation (a module that no longer imports, a bug

@@ -2,6 +2,8 @@
 """What the hook does in the start-up phases of a tagged domain.
 
 prepare   hugetlbfs: free huge pages per host NUMA node; thp: host THP on
+          (a non-strict THP domain skips this phase: hook.main; its
+          check is made in started)
 started   find QEMU's pid, vCPU threads and guest RAM ranges, check
           alignment and TLBI scope, register with the module
 reconnect (libvirtd restarted) register again when the module does not hold
@@ -131,6 +133,15 @@ def started(dom, pol, config, log, extra, reconnect=False):
     from nova_tlbbalance import modclient
     pid, threads, ranges, problems = inspect(dom, pol, config)
     extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
+    if pol.backing == 'thp' and not reconnect:
+        # prepare's check, made here for the domains that skip prepare
+        # (hook.strictness.prepare_can_wait); the same answer after the
+        # start
+        from nova_tlbbalance import preconditions
+        try:
+            extra['host_thp'] = preconditions.thp(config.sys)
+        except preconditions.Unmet as exc:
+            problems = problems + [str(exc)]
     for p in problems:
         log('warning', 'domain %s: %s' % (shown(dom.name), p))
     if problems and pol.strict and not reconnect:

@@ -207,8 +207,11 @@ def test_tlbi_scope_checked(fake, monkeypatch):
     assert 'span 2 dies' in fake.records()[-1]['result']
 
 
+HUGEPAGES = "<memoryBacking><hugepages/></memoryBacking>"
+
+
 def test_prepare_hugetlbfs(fake):
-    hp = "<memoryBacking><hugepages/></memoryBacking>"
+    hp = HUGEPAGES
     assert run('prepare', domain('hugetlbfs', membacking=hp))[0] == 0
     assert fake.records()[-1]['result'] == (
         'huge pages available: 128 x 2048 KiB on host node(s) 0 (200 free)')
@@ -242,7 +245,7 @@ def test_bad_policy_and_bad_setting_never_block(fake, monkeypatch, capsys):
     assert "bad policy" in fake.records()[-1]['result']
     assert "'turbo'" in fake.records()[-1]['result']
     monkeypatch.setenv('TLBB_HOOK_TIMEOUT', 'soon')
-    assert run('prepare', domain())[0] == 0
+    assert run('prepare', domain(strict='true'))[0] == 0
     assert "$TLBB_HOOK_TIMEOUT: timeout = 'soon': not a number" in \
         capsys.readouterr().err
     assert run('start', domain())[0] == 0      # no-op phase: fast path
@@ -400,7 +403,7 @@ def test_huge_bad_value_is_bounded(fake, syslog):
     (and the syslog line is sent, not lost)."""
     big = 'x' * (1 << 20)
     bad = domain().replace(b'mode="balance"', b'mode="%s"' % big.encode())
-    assert run('prepare', bad)[0] == 0
+    assert run('started', bad)[0] == 0
     got = syslog()
     assert len(got) == 1, [(lvl, len(m)) for lvl, m in got]
     lvl, msg = got[0]
@@ -434,7 +437,7 @@ def test_summary_line_is_quoted(fake, syslog):
     assert s['pid'] == str(PID) and s['strict'] == 'False'
     assert set(s) == {'domain', 'phase', 'sub', 'rc', 'strict', 'mode',
                       'result', 'elapsed_ms', 'pid', 'vcpus', 'ranges',
-                      'work_ms'}
+                      'host_thp', 'work_ms'}
     # the format itself: bare when safe, a JSON string otherwise
     assert log.format_summary({'a': 'b c', 'd': 'e', 'f': '', 'g': 'x\ny',
                                'time': 1}) == 'a="b c" d=e f="" g="x\\ny"'
@@ -523,19 +526,21 @@ def wait_record(fake, phase, timeout=20):
 
 def test_background_phase_does_not_hold_libvirt(fake, tmp_path):
     """background = true: the hook process returns (and closes libvirt's
-    pipes) while its child still works; the record says background."""
+    pipes) while its child still works; the record says background.
+    (A hugetlbfs domain: a non-strict THP one skips prepare.)"""
     dest, env = installed(fake, tmp_path, background='true')
-    thp = os.path.join(env['TLBB_HOOK_SYS'],
-                       'kernel/mm/transparent_hugepage/enabled')
-    fifo(thp)       # the child's prepare blocks reading it
+    meminfo = os.path.join(env['TLBB_HOOK_PROC'], 'meminfo')
+    fifo(meminfo)   # the child's prepare blocks reading it
     p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
-                       input=domain(), capture_output=True, env=env,
-                       timeout=30)
+                       input=domain('hugetlbfs', membacking=HUGEPAGES),
+                       capture_output=True, env=env, timeout=30)
     assert (p.returncode, p.stdout, p.stderr) == (0, b'', b'')
     assert fake.records() == []     # the work is not done yet
-    feed(thp, 'always [madvise] never\n')
+    feed(meminfo, 'Hugepagesize:       2048 kB\n')
     rec = wait_record(fake, 'prepare')
-    assert (rec['result'], rec.get('background')) == ('thp madvise', True)
+    assert (rec['result'], rec.get('background')) == (
+        'huge pages available: 128 x 2048 KiB on host node(s) 0 '
+        '(200 free)', True)
 
 
 def test_background_keeps_strict_domains_in_the_foreground(fake, tmp_path):
@@ -814,8 +819,9 @@ def test_background_ignores_tenant_text_saying_strict(fake, tmp_path):
     strict="true" is still detached (the regex over the whole XML kept
     it in the foreground); a strict policy is not."""
     dest, env = installed(fake, tmp_path, background='true')
+    hugetlbfs = domain('hugetlbfs', membacking=HUGEPAGES)
     p = subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
-                       input=tenant_named(domain()), capture_output=True,
+                       input=tenant_named(hugetlbfs), capture_output=True,
                        env=env, timeout=30)
     assert (p.returncode, p.stderr) == (0, b'')
     rec = wait_record(fake, 'prepare')
@@ -870,3 +876,59 @@ def test_install_check_writes_nothing_and_says_what_it_would(tmp_path,
     assert capsys.readouterr().out == (
         'unchanged %s\nsettings would be written %s\n' % (dest, conf))
     assert 'timeout = 3\n' in open(conf).read()
+
+
+# -- prepare of a non-strict THP domain waits for started -----------------
+
+def test_prepare_of_a_non_strict_thp_domain_waits_for_started(fake):
+    """The default flavor's prepare returns at once, before the settings,
+    the policy or the log are imported (one interpreter's imports fewer on
+    the boot's path); its one check, the host's THP mode, is made and
+    recorded by started."""
+    code = subprocess.run(
+        [sys.executable, '-c', 'import sys\n'
+         'from nova_tlbbalance.hook import main\n'
+         'rc = main.main(["vm1", "prepare", "begin"])\n'
+         'print(rc, sorted(m for m in ("configparser", "json", '
+         '"nova_tlbbalance.policy", "nova_tlbbalance.hook.phases") '
+         'if m in sys.modules))'],
+        input=domain(), capture_output=True, timeout=60,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+    assert code.stdout.decode().split('\n')[0] == '0 []', code
+    assert run('prepare', domain())[0] == 0
+    assert fake.records() == []
+    load_module(fake)
+    assert run('started', domain())[0] == 0
+    rec = fake.records()[-1]
+    assert rec['host_thp'] == 'thp madvise', rec
+    assert rec['result'].startswith('registered as vm1'), rec
+
+
+def test_started_reports_host_thp_off_for_a_domain_that_skipped_prepare(
+        fake):
+    write('%s/kernel/mm/transparent_hugepage/enabled'
+          % os.environ['TLBB_HOOK_SYS'], 'always madvise [never]')
+    assert run('prepare', domain())[0] == 0        # skipped: not strict
+    assert fake.records() == []
+    assert run('started', domain())[0] == 0        # not strict: warned
+    rec = fake.records()[-1]
+    assert 'host_thp' not in rec and '1 problem(s)' in rec['result'], rec
+    # strict: refused in prepare, as before
+    assert run('prepare', domain(strict='true'))[0] == 1
+    assert 'transparent huge pages are off' in fake.records()[-1]['result']
+
+
+@pytest.mark.parametrize('label, xml, waits', [
+    ('default flavor', domain(), True),
+    ('strict', domain(strict='true'), False),
+    ('unknown strictness', domain(strict='junk'), False),
+    ('hugetlbfs', domain('hugetlbfs', membacking=HUGEPAGES), False),
+    ('no backing', domain('none'), False),
+    ('tenant text saying strict', tenant_named(domain()), True),
+    ('not XML', b'<domain', False),
+    ('no policy element', b'<domain><name>x</name></domain>', False),
+])
+def test_prepare_can_wait_rule(label, xml, waits):
+    from nova_tlbbalance.hook import strictness
+    assert strictness.prepare_can_wait(xml) is waits, label

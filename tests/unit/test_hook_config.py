@@ -184,8 +184,12 @@ def test_installed_hook_reads_its_file_with_a_scrubbed_environment(
                      'state_dir': str(tmp_path / 'state')}, conf=conf)
 
     def prepare():
+        # strict: a non-strict THP domain's prepare returns before it
+        # reads any setting (hook.strictness.prepare_can_wait)
         return subprocess.run([dest, 'vm1', 'prepare', 'begin', '-'],
-                              input=TAGGED, capture_output=True,
+                              input=TAGGED.replace(b"strict='false'",
+                                                   b"strict='true'"),
+                              capture_output=True,
                               env={'PATH': '/usr/bin:/bin'}, timeout=60)
     p = prepare()
     assert p.returncode == 0, p.stderr
