@@ -67,3 +67,32 @@ def test_hook_records_are_this_runs_only(tmp_path):
     recs = cbt.hook_records(offsets)
     assert sorted((r['phase'], r['elapsed_ms']) for r in recs) == [
         ('prepare', 30), ('started', 40)]
+
+
+def _cbt():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import cloud_boot_time as cbt
+    finally:
+        sys.path.remove(os.path.dirname(SCRIPT))
+    return cbt
+
+
+def test_interval_brackets_the_median_and_narrows_with_rounds():
+    cbt = _cbt()
+    untagged = [2.0] * 40
+    # per-round ratios 0.90 .. 1.29 (median 1.095)
+    tagged = [2.0 * (0.90 + i / 100) for i in range(40)]
+    low, high = cbt.interval(tagged, untagged)
+    assert low < 1.095 < high
+    assert (low, high) == cbt.interval(tagged, untagged)   # seeded
+    low4, high4 = cbt.interval(tagged * 4, untagged * 4)
+    assert low <= low4 < 1.095 < high4 <= high
+    assert high4 - low4 < high - low
+
+
+def test_verdict_names_what_the_interval_says():
+    cbt = _cbt()
+    assert cbt.verdict(0.98, 1.04).startswith('met')
+    assert cbt.verdict(1.06, 1.10).startswith('missed')
+    assert cbt.verdict(0.99, 1.07).startswith('not resolved')
