@@ -21,6 +21,15 @@ def bench(cloud_dir):
                           timeout=120)
 
 
+def _cbt():
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import cloud_boot_time as cbt
+    finally:
+        sys.path.remove(os.path.dirname(SCRIPT))
+    return cbt
+
+
 def test_no_cloud_dir_is_named(tmp_path):
     p = bench(tmp_path)
     assert p.returncode == 2
@@ -47,11 +56,7 @@ def test_cloud_that_does_not_answer_is_named(tmp_path):
 def test_hook_records_are_this_runs_only(tmp_path):
     """The bench reads each host's hook log from where it stood when the
     run began: earlier boots' records and a torn line are left out."""
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    try:
-        import cloud_boot_time as cbt
-    finally:
-        sys.path.remove(os.path.dirname(SCRIPT))
+    cbt = _cbt()
     log = tmp_path / 'hook.jsonl'
     log.write_text(json.dumps({'phase': 'prepare', 'elapsed_ms': 999}) + '\n')
     facts = {'hosts': [{'hook_log': str(log)},
@@ -67,15 +72,6 @@ def test_hook_records_are_this_runs_only(tmp_path):
     recs = cbt.hook_records(offsets)
     assert sorted((r['phase'], r['elapsed_ms']) for r in recs) == [
         ('prepare', 30), ('started', 40)]
-
-
-def _cbt():
-    sys.path.insert(0, os.path.dirname(SCRIPT))
-    try:
-        import cloud_boot_time as cbt
-    finally:
-        sys.path.remove(os.path.dirname(SCRIPT))
-    return cbt
 
 
 def test_interval_brackets_the_median_and_narrows_with_rounds():

@@ -30,9 +30,9 @@ round's boots are side by side), a bootstrap interval of the per-round
 ratio's median and what it says of the 5 % goal (met, missed, or not
 resolved by this many rounds: single boots here vary by +-20 %), and,
 from the compute hosts' hook logs (``hook_log`` in cloud.json), the
-hook's own records of this run's
-tagged boots: each phase's time in its process (``elapsed_ms``) and the
-share of it that is work, not imports (``work_ms``).
+hook's own records of this run's tagged boots: each phase's time in its
+process (``elapsed_ms``) and the share of it that is work, not imports
+(``work_ms``).
 """
 
 import argparse
