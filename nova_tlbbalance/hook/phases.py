@@ -134,9 +134,11 @@ def started(dom, pol, config, log, extra, reconnect=False):
     pid, threads, ranges, problems = inspect(dom, pol, config)
     extra.update(pid=pid, vcpus=len(threads), ranges=len(ranges))
     if pol.backing == 'thp' and not reconnect:
-        # prepare's check, made here for the domains that skip prepare
-        # (hook.strictness.prepare_can_wait); the same answer after the
-        # start
+        # prepare's check, for the domains that skip prepare
+        # (hook.strictness.prepare_can_wait): the same answer after the
+        # start. Made for every THP domain (one sysfs read, again for a
+        # strict one that prepare checked) so that this condition cannot
+        # miss a domain that rule lets skip, and every record says it.
         from nova_tlbbalance import preconditions
         try:
             extra['host_thp'] = preconditions.thp(config.sys)

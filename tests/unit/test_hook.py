@@ -211,14 +211,13 @@ HUGEPAGES = "<memoryBacking><hugepages/></memoryBacking>"
 
 
 def test_prepare_hugetlbfs(fake):
-    hp = HUGEPAGES
-    assert run('prepare', domain('hugetlbfs', membacking=hp))[0] == 0
+    assert run('prepare', domain('hugetlbfs', membacking=HUGEPAGES))[0] == 0
     assert fake.records()[-1]['result'] == (
         'huge pages available: 128 x 2048 KiB on host node(s) 0 (200 free)')
-    big = domain('hugetlbfs', membacking=hp, cells=(300, 300))
+    big = domain('hugetlbfs', membacking=HUGEPAGES, cells=(300, 300))
     assert run('prepare', big)[0] == 0              # not strict: warn only
     assert 'not enough huge pages' in fake.records()[-1]['result']
-    big = domain('hugetlbfs', 'none', 'true', (300, 300), hp)
+    big = domain('hugetlbfs', 'none', 'true', (300, 300), HUGEPAGES)
     assert run('prepare', big)[0] == 1
     assert '200 free 2048 KiB huge pages on host node(s) 0, 300 needed' in \
         fake.records()[-1]['result']

@@ -219,16 +219,16 @@ def main(argv=None):
                  med[kind], min(times[kind]),
                  med[kind] / med['untagged']))
     print('per round, side by side (median over the rounds):')
+    ranges = {}
     for kind, _ in kinds[1:]:
         pairs = list(zip(times[kind], times['untagged']))
-        low, high = interval(times[kind], times['untagged'])
+        ranges[kind] = low, high = interval(times[kind], times['untagged'])
         print('  %-9s / untagged %.3f (90 %% bootstrap interval %.3f-%.3f),'
               ' minus untagged %+.3f s' % (
                   kind, statistics.median(a / b for a, b in pairs),
                   low, high, statistics.median(a - b for a, b in pairs)))
-    low, high = interval(times['tagged'], times['untagged'])
     print('the %d %% goal for the default tagged flavor: %s'
-          % (round((GOAL_RATIO - 1) * 100), verdict(low, high)))
+          % (round((GOAL_RATIO - 1) * 100), verdict(*ranges['tagged'])))
     recs = hook_records(offsets)
     print("the hook's records of this run's tagged boots (in its process; "
           'work_ms: without the imports):')
