@@ -89,6 +89,9 @@ def test_interval_brackets_the_median_and_narrows_with_rounds():
 
 def test_verdict_names_what_the_interval_says():
     cbt = _cbt()
-    assert cbt.verdict(0.98, 1.04).startswith('met')
-    assert cbt.verdict(1.06, 1.10).startswith('missed')
-    assert cbt.verdict(0.99, 1.07).startswith('not resolved')
+    assert cbt.verdict(0.98, 1.04, 10).startswith('met')
+    assert cbt.verdict(1.06, 1.10, 10).startswith('missed')
+    assert cbt.verdict(0.99, 1.07, 10).startswith('not resolved')
+    # a bootstrap over two rounds "met" the goal once: too few to say
+    assert cbt.verdict(0.45, 1.04, 2) == (
+        'not resolved: 2 round(s), the goal asks for at least 10')
